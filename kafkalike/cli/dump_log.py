@@ -1,0 +1,500 @@
+"""kafka-dump-log: print segment files the way Kafka 2.8's DumpLogSegments does.
+
+Line formats are Kafka 2.8.0's, byte for byte, including its quirks: in 2.8 each
+record line repeats the batch fields (KAFKA-6181, reverted in 3.0), v2 records
+print `isValid: true crc: null`, and codec names are Java enum names (NONE, GZIP).
+Where Kafka would die with a stack trace (a corrupt size field, an index pointing
+nowhere) this tool reports the problem on stderr and carries on.
+"""
+from __future__ import annotations
+
+import argparse
+import mmap
+import os
+import struct
+import sys
+from dataclasses import dataclass, field
+
+from crc32c import crc32c
+
+from kafkalike.records import compression as codecs
+from kafkalike.records.batch import MIN_ENTRY_SIZE, RecordBatch, TIMESTAMP_TYPE_NAMES
+from kafkalike.records.control import ControlRecordType, parse_control_key, parse_end_txn_marker
+from kafkalike.records.header import InvalidRecordError, LOG_OVERHEAD, MAGIC, read_header
+from kafkalike.records.legacy import LegacyBatch
+
+RECORD_INDENT = "|"
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+_INDEX_ENTRY = struct.Struct(">ii")       # relative offset, position
+_TIME_INDEX_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
+_TXN_ENTRY = struct.Struct(">hqqqq")      # version, producerId, first, last, lastStable
+_SNAPSHOT_HEADER = struct.Struct(">hIi")  # version, crc, entry count
+_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
+_SIZE = struct.Struct(">i")
+
+
+def _java_bool(flag) -> str:
+    return "true" if flag else "false"
+
+
+def _codec_label(codec: int) -> str:
+    name = codecs.CODEC_NAMES.get(codec)
+    return name.upper() if name else f"UNKNOWN({codec})"
+
+
+def _text(data: bytes) -> str:
+    """Kafka's StringDecoder: UTF-8, malformed input replaced."""
+    return data.decode("utf-8", "replace")
+
+
+def _base_offset(path: str) -> int:
+    return int(os.path.basename(path).split(".")[0])
+
+
+@dataclass
+class Findings:
+    """What DumpLogSegments collects while dumping and prints to stderr at the end."""
+    index_mismatches: dict = field(default_factory=dict)
+    non_consecutive: dict = field(default_factory=dict)
+    timestamp_mismatches: dict = field(default_factory=dict)
+    out_of_order: dict = field(default_factory=dict)
+    offsets_not_found: dict = field(default_factory=dict)
+    failed: bool = False
+
+    def report(self, err) -> None:
+        # Kafka prepends to these lists, so they print newest first.
+        for name, pairs in self.index_mismatches.items():
+            print(f"Mismatches in :{name}", file=err)
+            for index_offset, log_offset in reversed(pairs):
+                print(f"  Index offset: {index_offset}, log offset: {log_offset}", file=err)
+        for name, pairs in self.timestamp_mismatches.items():
+            print(f"Found timestamp mismatch in :{name}", file=err)
+            for index_ts, log_ts in pairs:
+                print(f"  Index timestamp: {index_ts}, log timestamp: {log_ts}", file=err)
+        for name, pairs in self.out_of_order.items():
+            print(f"Found out of order timestamp in :{name}", file=err)
+            for index_ts, prev_ts in pairs:
+                print(f"  Index timestamp: {index_ts}, Previously indexed timestamp: {prev_ts}", file=err)
+        for pairs in self.offsets_not_found.values():
+            print("The following indexed offsets are not found in the log.", file=err)
+            for indexed, found in pairs:
+                print(f"Indexed offset: {indexed}, found log offset: {found}", file=err)
+        for name, pairs in self.non_consecutive.items():
+            print(f"Non-consecutive offsets in {name}", file=err)
+            for first, second in reversed(pairs):
+                print(f"  {first} is followed by {second}", file=err)
+
+
+class _Corrupt(Exception):
+    """A log entry Kafka's FileLogInputStream would throw on."""
+
+
+def _map(path: str):
+    """Read-only view of a file's bytes (mmap, or bytes for an empty file)."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return b""
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _unmap(buf) -> None:
+    if isinstance(buf, mmap.mmap):
+        try:
+            buf.close()
+        except BufferError:
+            pass  # a view is still alive; the mapping goes when it does
+
+
+def iter_file_batches(buf, start: int = 0, end: int | None = None):
+    """Yield (position, batch) like Kafka's FileLogInputStream.
+
+    Stops quietly at a torn tail (fewer bytes than the entry declares), raises
+    _Corrupt for a size below the minimum overhead, an unknown magic, or a v2
+    header that cannot be read.
+    """
+    end = len(buf) if end is None else min(end, len(buf))
+    pos = start
+    while end - pos >= LOG_OVERHEAD + 5:
+        (size,) = _SIZE.unpack_from(buf, pos + 8)
+        if size < MIN_ENTRY_SIZE:
+            raise _Corrupt(f"Found record size {size} smaller than minimum record overhead "
+                           f"({MIN_ENTRY_SIZE}) at position {pos}.")
+        if pos > end - LOG_OVERHEAD - size:
+            return
+        magic = buf[pos + MAGIC]
+        try:
+            if magic == 2:
+                batch = RecordBatch(buf, pos, read_header(buf, pos))
+            elif magic in (0, 1):
+                batch = LegacyBatch(buf, pos)
+            else:
+                raise _Corrupt(f"Invalid magic found in record: {magic} at position {pos}")
+        except InvalidRecordError as exc:
+            raise _Corrupt(f"{exc}") from None
+        yield pos, batch
+        pos += LOG_OVERHEAD + size
+
+
+@dataclass
+class Options:
+    files: list
+    print_data_log: bool = False
+    deep_iteration: bool = False
+    verify_index_only: bool = False
+    index_sanity_check: bool = False
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    skip_record_metadata: bool = False
+
+
+def _batch_line(batch, position: int) -> str:
+    if batch.magic >= 2:
+        head = (f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} "
+                f"count: {batch.count} baseSequence: {batch.base_sequence} "
+                f"lastSequence: {batch.last_sequence} producerId: {batch.producer_id} "
+                f"producerEpoch: {batch.producer_epoch} "
+                f"partitionLeaderEpoch: {batch.partition_leader_epoch} "
+                f"isTransactional: {_java_bool(batch.is_transactional)} "
+                f"isControl: {_java_bool(batch.is_control)}")
+    else:
+        head = f"offset: {batch.last_offset}"
+    return (f"{head} position: {position} {TIMESTAMP_TYPE_NAMES[batch.timestamp_type]}: "
+            f"{batch.max_timestamp} size: {batch.size} magic: {batch.magic} "
+            f"compresscodec: {_codec_label(batch.compression)} crc: {batch.crc} "
+            f"isvalid: {_java_bool(batch.is_valid())}")
+
+
+def _control_text(record) -> str:
+    control_type = parse_control_key(record.key).type
+    if control_type in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        marker = parse_end_txn_marker(record)
+        return f" endTxnMarker: {marker.control_type.name} coordinatorEpoch: {marker.coordinator_epoch}"
+    return f" controlType: {control_type.name}({parse_control_key(record.key).type_id})"
+
+
+def _record_line(batch, record, position: int, opts: Options) -> str:
+    out = []
+    prefix = f"{RECORD_INDENT} "
+    if not opts.skip_record_metadata:
+        legacy = batch.magic < 2
+        key_size = -1 if record.key is None else len(record.key)
+        value_size = -1 if record.value is None else len(record.value)
+        out.append(
+            f"{prefix}offset: {record.offset} "
+            f"isValid: {_java_bool(record.valid) if legacy else 'true'} "
+            f"crc: {record.crc if legacy else 'null'} keySize: {key_size} valueSize: {value_size} "
+            f"{TIMESTAMP_TYPE_NAMES[batch.timestamp_type]}: {record.timestamp} "
+            f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} "
+            f"baseSequence: {batch.base_sequence} lastSequence: {batch.last_sequence} "
+            f"producerEpoch: {batch.producer_epoch} "
+            f"partitionLeaderEpoch: {batch.partition_leader_epoch} batchSize: {batch.size} "
+            f"magic: {batch.magic} compressType: {_codec_label(batch.compression)} "
+            f"position: {position}")
+        prefix = " "
+        if legacy:
+            out.append(f" crc: {record.crc} isvalid: {_java_bool(record.valid)}")
+        else:
+            base_seq = batch.base_sequence
+            sequence = -1 if base_seq < 0 else (base_seq + record.offset - batch.base_offset) & 0x7FFFFFFF
+            keys = ",".join(k for k, _ in record.headers)
+            out.append(f" sequence: {sequence} headerKeys: [{keys}]")
+        if batch.is_control:
+            out.append(_control_text(record))
+    if opts.print_data_log and not batch.is_control:
+        if record.key is not None:
+            out.append(f"{prefix}key: {_text(record.key)}")
+            prefix = " "
+        if record.value is not None:
+            out.append(f" payload: {_text(record.value)}")
+    return "".join(out)
+
+
+def dump_log(path: str, opts: Options, findings: Findings, out, err) -> None:
+    print(f"Starting offset: {_base_offset(path)}", file=out)
+    buf = _map(path)
+    deep = opts.deep_iteration or opts.print_data_log
+    valid_bytes = 0
+    last_offset = -1
+    name = os.path.abspath(path)
+    try:
+        for position, batch in iter_file_batches(buf):
+            print(_batch_line(batch, position), file=out)
+            if deep:
+                try:
+                    for record in batch.records():
+                        if last_offset != -1 and record.offset != last_offset + 1:
+                            findings.non_consecutive.setdefault(name, []).append(
+                                (last_offset, record.offset))
+                        last_offset = record.offset
+                        print(_record_line(batch, record, position, opts), file=out)
+                except InvalidRecordError as exc:
+                    findings.failed = True
+                    print(f"Could not read the records of the batch at position {position}: {exc}",
+                          file=err)
+            valid_bytes += batch.size
+    except _Corrupt as exc:
+        findings.failed = True
+        print(f"Corrupt log entry in {name}: {exc}", file=err)
+    trailing = len(buf) - valid_bytes
+    _unmap(buf)
+    if trailing > 0:
+        print(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}", file=out)
+
+
+def _sibling(path: str, suffix: str) -> str:
+    directory = os.path.dirname(os.path.abspath(path))
+    return os.path.join(directory, os.path.basename(path).split(".")[0] + suffix)
+
+
+def _read_entries(path: str, entry: struct.Struct) -> tuple[list, int]:
+    with open(path, "rb") as f:
+        data = f.read()
+    count = len(data) // entry.size
+    return [entry.unpack_from(data, i * entry.size) for i in range(count)], len(data)
+
+
+def _first_batch(buf, position: int, limit: int):
+    """The first whole batch at `position` within `limit` bytes, or None."""
+    try:
+        for _, batch in iter_file_batches(buf, position, position + limit):
+            return batch
+    except _Corrupt:
+        return None
+    return None
+
+
+def dump_offset_index(path: str, opts: Options, findings: Findings, out, err) -> None:
+    base = _base_offset(path)
+    entries, length = _read_entries(path, _INDEX_ENTRY)
+    if opts.index_sanity_check:
+        abspath = os.path.abspath(path)
+        if entries and base + entries[-1][0] < base:
+            raise InvalidRecordError(
+                f"Corrupt index found, index file ({abspath}) has non-zero size but the last "
+                f"offset is {base + entries[-1][0]} which is less than the base offset {base}.")
+        if length % _INDEX_ENTRY.size:
+            raise InvalidRecordError(
+                f"Index file {abspath} is corrupt, found {length} bytes which is neither "
+                f"positive nor a multiple of {_INDEX_ENTRY.size}.")
+        print(f"{path} passed sanity check.", file=out)
+        return
+    log = _map(_sibling(path, ".log"))
+    try:
+        for i, (relative, position) in enumerate(entries):
+            offset = base + relative
+            # A preallocated index is zero-filled past its last entry.
+            if offset == base and i > 0:
+                return
+            batch = _first_batch(log, position, opts.max_message_size) if position >= 0 else None
+            found = batch.last_offset if batch is not None else -1
+            if found != offset:
+                findings.index_mismatches.setdefault(os.path.abspath(path), []).append((offset, found))
+            if not opts.verify_index_only:
+                print(f"offset: {offset} position: {position}", file=out)
+    finally:
+        _unmap(log)
+
+
+def _lookup_position(index_entries: list, base: int, target: int) -> int:
+    """Position of the greatest indexed offset <= target (OffsetIndex.lookup)."""
+    position = 0
+    for i, (relative, pos) in enumerate(index_entries):
+        if i > 0 and relative == 0:
+            break
+        if base + relative > target:
+            break
+        position = pos
+    return position
+
+
+def dump_time_index(path: str, opts: Options, findings: Findings, out, err) -> None:
+    base = _base_offset(path)
+    entries, length = _read_entries(path, _TIME_INDEX_ENTRY)
+    abspath = os.path.abspath(path)
+    if opts.index_sanity_check:
+        if entries and entries[-1][0] < entries[0][0]:
+            raise InvalidRecordError(
+                f"Corrupt time index found, time index file ({abspath}) has non-zero size but "
+                f"the last timestamp is {entries[-1][0]} which is less than the first timestamp "
+                f"{entries[0][0]}")
+        if entries and base + entries[-1][1] < base:
+            raise InvalidRecordError(
+                f"Corrupt time index found, time index file ({abspath}) has non-zero size but "
+                f"the last offset is {base + entries[-1][1]} which is less than the first offset {base}")
+        if length % _TIME_INDEX_ENTRY.size:
+            raise InvalidRecordError(
+                f"Time index file {abspath} is corrupt, found {length} bytes which is neither "
+                f"positive nor a multiple of {_TIME_INDEX_ENTRY.size}.")
+        print(f"{path} passed sanity check.", file=out)
+        return
+    log = _map(_sibling(path, ".log"))
+    index_path = _sibling(path, ".index")
+    index_entries = _read_entries(index_path, _INDEX_ENTRY)[0] if os.path.exists(index_path) else []
+    try:
+        _check_time_index(path, base, entries, index_entries, log, opts, findings, out)
+    finally:
+        _unmap(log)
+
+
+def _check_time_index(path, base, entries, index_entries, log, opts, findings, out) -> None:
+    abspath = os.path.abspath(path)
+    prev_timestamp = -1
+    for i, (timestamp, relative) in enumerate(entries):
+        offset = base + relative
+        if offset == base and i > 0:
+            return
+        position = _lookup_position(index_entries, base, offset)
+        batch = None
+        try:
+            for _, candidate in iter_file_batches(log, position):
+                if candidate.last_offset >= offset:
+                    batch = candidate
+                    break
+        except _Corrupt:
+            pass
+        if batch is None:
+            findings.offsets_not_found.setdefault(abspath, []).append((offset, -1))
+        elif batch.last_offset != offset:
+            findings.offsets_not_found.setdefault(abspath, []).append((offset, batch.last_offset))
+        else:
+            max_timestamp = max((r.timestamp for r in batch.records()), default=-1)
+            if max_timestamp != timestamp:
+                findings.timestamp_mismatches.setdefault(abspath, []).append((timestamp, max_timestamp))
+            if prev_timestamp >= timestamp:
+                findings.out_of_order.setdefault(abspath, []).append((timestamp, prev_timestamp))
+        if not opts.verify_index_only:
+            print(f"timestamp: {timestamp} offset: {offset}", file=out)
+        prev_timestamp = timestamp
+
+
+def dump_txn_index(path: str, opts: Options, findings: Findings, out, err) -> None:
+    entries, _ = _read_entries(path, _TXN_ENTRY)
+    for version, producer_id, first, last, last_stable in entries:
+        if version > 0:
+            raise InvalidRecordError(f"Unexpected aborted transaction version {version} in "
+                                     f"transaction index {os.path.abspath(path)}, current version is 0")
+        print(f"version: {version} producerId: {producer_id} firstOffset: {first} "
+              f"lastOffset: {last} lastStableOffset: {last_stable}", file=out)
+
+
+def dump_producer_snapshot(path: str, opts: Options, findings: Findings, out, err) -> None:
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < _SNAPSHOT_HEADER.size:
+        print("Snapshot failed schema validation: the file is truncated", file=err)
+        return
+    version, crc, count = _SNAPSHOT_HEADER.unpack_from(data)
+    if version != 1:
+        print(f"Snapshot contained an unknown file version {version}", file=err)
+        return
+    computed = crc32c(data[6:])
+    if crc != computed:
+        print(f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. "
+              f"Computed crc: {computed}", file=err)
+        return
+    if count < 0 or len(data) != _SNAPSHOT_HEADER.size + count * _SNAPSHOT_ENTRY.size:
+        print("Snapshot failed schema validation: entry count does not match the file size", file=err)
+        return
+    for i in range(count):
+        (producer_id, epoch, last_seq, last_offset, offset_delta, timestamp, coordinator_epoch,
+         txn_first) = _SNAPSHOT_ENTRY.unpack_from(data, _SNAPSHOT_HEADER.size + i * _SNAPSHOT_ENTRY.size)
+        line = (f"producerId: {producer_id} producerEpoch: {epoch} "
+                f"coordinatorEpoch: {coordinator_epoch} "
+                f"currentTxnFirstOffset: {f'Some({txn_first})' if txn_first >= 0 else 'None'} ")
+        if last_offset >= 0:
+            first_seq = last_seq - offset_delta
+            if last_seq < offset_delta:
+                first_seq = 0x7FFFFFFF - (offset_delta - last_seq) + 1
+            line += (f"firstSequence: {first_seq} lastSequence: {last_seq} lastOffset: {last_offset} "
+                     f"offsetDelta: {offset_delta} timestamp: {timestamp}")
+        print(line, file=out)
+
+
+_DUMPERS = {
+    ".log": dump_log,
+    ".index": dump_offset_index,
+    ".timeindex": dump_time_index,
+    ".txnindex": dump_txn_index,
+    ".snapshot": dump_producer_snapshot,
+}
+
+
+def parse_args(argv) -> Options:
+    parser = argparse.ArgumentParser(
+        prog="kafka-dump-log.sh",
+        description="This tool helps to parse a log file and dump its contents to the console, "
+                    "useful for debugging a seemingly corrupt log segment.")
+    parser.add_argument("--files", required=True, metavar="file1, file2, ...",
+                        help="REQUIRED: The comma separated list of data and index log files to be dumped.")
+    parser.add_argument("--print-data-log", action="store_true",
+                        help="if set, printing the messages content when dumping data logs. "
+                             "Automatically set if any decoder option is specified.")
+    parser.add_argument("--deep-iteration", action="store_true",
+                        help="if set, uses deep instead of shallow iteration. Automatically set "
+                             "if print-data-log is enabled.")
+    parser.add_argument("--verify-index-only", action="store_true",
+                        help="if set, just verify the index log without printing its content.")
+    parser.add_argument("--index-sanity-check", action="store_true",
+                        help="if set, just checks the index sanity without printing its content. "
+                             "This is the same check that is executed on broker startup to determine "
+                             "if an index needs rebuilding or not.")
+    parser.add_argument("--max-message-size", type=int, default=DEFAULT_MAX_MESSAGE_SIZE,
+                        metavar="size", help="Size of largest message.")
+    parser.add_argument("--skip-record-metadata", action="store_true",
+                        help="whether to skip printing metadata for each record.")
+    ns = parser.parse_args(argv)
+    return Options(files=ns.files.split(","), print_data_log=ns.print_data_log,
+                   deep_iteration=ns.deep_iteration or ns.print_data_log,
+                   verify_index_only=ns.verify_index_only,
+                   index_sanity_check=ns.index_sanity_check,
+                   max_message_size=ns.max_message_size,
+                   skip_record_metadata=ns.skip_record_metadata)
+
+
+def main(argv=None) -> int:
+    """Entry point; returns 0, or 1 if some file could not be read or was corrupt."""
+    opts = parse_args(sys.argv[1:] if argv is None else argv)
+    out, err = sys.stdout, sys.stderr
+    for stream in (out, err):
+        # Payloads are printed as text; a terminal that cannot show a character
+        # must not end the dump.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="replace")
+            except (ValueError, OSError):
+                pass
+    try:
+        return _dump_all(opts, out, err)
+    except BrokenPipeError:
+        # Output piped into `head` and closed: stop quietly rather than with a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _dump_all(opts: Options, out, err) -> int:
+    findings = Findings()
+    for path in opts.files:
+        print(f"Dumping {path}", file=out)
+        name = os.path.basename(path)
+        suffix = name[name.rfind("."):] if "." in name else ""
+        dumper = _DUMPERS.get(suffix)
+        if dumper is None:
+            print(f"Ignoring unknown file {path}", file=err)
+            continue
+        try:
+            dumper(path, opts, findings, out, err)
+        except ValueError as exc:  # InvalidRecordError, or a file name that is not an offset
+            findings.failed = True
+            print(f"Error dumping {path}: {exc}", file=err)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            findings.failed = True
+            print(f"Error dumping {path}: {exc.strerror or exc}: {exc.filename or path}", file=err)
+    findings.report(err)
+    return 1 if findings.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
