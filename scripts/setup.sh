@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Install what kafkalike needs on Debian 12, skipping whatever is already there.
+#   scripts/setup.sh          ZooKeeper and Java (zk/install.sh), then `pip install -e .`
+#   scripts/setup.sh --test   also kcat and the test extras: `pip install -e '.[test]'`
+# PYTHON picks the interpreter (default python3). Safe to run again and again: with
+# everything in place it makes no network call.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/scripts/lib/apt.sh"
+PYTHON=${PYTHON:-python3}
+
+extras=()
+debs=()
+case "${1:-}" in
+    --test) extras=(test); debs+=(kcat) ;;
+    "") ;;
+    *) echo "usage: $0 [--test]" >&2; exit 2 ;;
+esac
+
+bash "$repo/zk/install.sh"
+
+# A fresh Debian has python3 but not pip.
+if ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
+    debs+=(python3-pip)
+fi
+if [ ${#debs[@]} -gt 0 ]; then
+    apt_install_missing "${debs[@]}"
+fi
+
+if "$PYTHON" "$repo/scripts/pydeps_satisfied.py" "$repo" ${extras[@]+"${extras[@]}"}; then
+    exit 0
+fi
+
+target=$repo
+if [ ${#extras[@]} -gt 0 ]; then
+    target="${repo}[$(IFS=,; echo "${extras[*]}")]"
+fi
+pip_flags=(--root-user-action=ignore)
+# Debian's own python3 refuses pip installs outside a venv (PEP 668). A machine given to
+# kafkalike wants the package importable by plain python3, as bin/ scripts run it.
+if "$PYTHON" -c 'import sys, sysconfig, pathlib; sys.exit(not (sys.prefix == sys.base_prefix and (pathlib.Path(sysconfig.get_path("stdlib")) / "EXTERNALLY-MANAGED").exists()))'; then
+    pip_flags+=(--break-system-packages)
+fi
+echo "Installing Python packages: pip install -e '$target'"
+"$PYTHON" -m pip install "${pip_flags[@]}" -e "$target"

@@ -1,0 +1,111 @@
+"""Fixtures shared by every test tier.
+
+ZooKeeper here is always the real server from Debian's package. A test that asks for
+it when it is not installed errors with the fix in the message; it is never skipped,
+so a machine without ZooKeeper cannot pass the suite by accident.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from kazoo.client import KazooClient
+
+from kafkalike.lab.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# /dev/shm is memory: fsyncs there cost nothing, and a crashed run leaves no disk debris.
+SCRATCH_ROOT = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+# The tier of each test directory; -m 'not bench' then drops benchmarks even when a
+# file forgets its pytestmark.
+TIER_OF_DIRECTORY = {"integration": "integration", "interop": "interop", "fault": "fault", "bench": "bench"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests_dir = Path(__file__).resolve().parent
+    for item in items:
+        try:
+            tier = Path(item.path).resolve().relative_to(tests_dir).parts[0]
+        except ValueError:
+            continue
+        marker = TIER_OF_DIRECTORY.get(tier)
+        if marker is not None and item.get_closest_marker(marker) is None:
+            item.add_marker(getattr(pytest.mark, marker))
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A fresh directory under /dev/shm that the caller must remove."""
+    return Path(tempfile.mkdtemp(prefix=f"kafkalike-{prefix}-", dir=SCRATCH_ROOT))
+
+
+@pytest.fixture
+def shm_path() -> Iterator[Path]:
+    """Like tmp_path, but in memory: for log dirs and anything that fsyncs."""
+    path = scratch_dir("test")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def zookeeper() -> Iterator[ZooKeeperServer]:
+    """One standalone ZooKeeper for the whole run, on a free loopback port.
+
+    Tests that share it keep to their own znodes (see zk_chroot). It is killed and its
+    directory removed at the end, whatever happened.
+    """
+    base = scratch_dir("zk")
+    server = ZooKeeperServer(base, force_sync=False)
+    try:
+        server.start()
+        server.wait_ready(timeout=60)
+        yield server
+    finally:
+        server.remove()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def zk_chroot(zookeeper: ZooKeeperServer) -> Iterator[str]:
+    """A connect string with a fresh chroot ("127.0.0.1:PORT/t-..."), deleted afterwards."""
+    path = f"/t-{uuid.uuid4().hex[:12]}"
+    admin = KazooClient(hosts=zookeeper.connect_string)
+    admin.start(timeout=15)
+    try:
+        admin.create(path)
+        yield zookeeper.connect_string + path
+        admin.delete(path, recursive=True)
+    finally:
+        admin.stop()
+        admin.close()
+
+
+@pytest.fixture
+def kazoo_client(zk_chroot: str) -> Iterator[KazooClient]:
+    """A connected kazoo client confined to this test's chroot."""
+    client = KazooClient(hosts=zk_chroot)
+    client.start(timeout=15)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+@pytest.fixture
+def zookeeper_ensemble() -> Iterator[ZooKeeperEnsemble]:
+    """A 3-node ensemble of this test's own, already serving; fault tests may kill members."""
+    base = scratch_dir("zk-ensemble")
+    ensemble = ZooKeeperEnsemble(base, 3, force_sync=False)
+    try:
+        ensemble.start()
+        ensemble.wait_ready(timeout=90)
+        yield ensemble
+    finally:
+        ensemble.remove()
+        shutil.rmtree(base, ignore_errors=True)
