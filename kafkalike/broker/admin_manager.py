@@ -1,0 +1,230 @@
+"""Topic administration through ZooKeeper (Kafka's ZkAdminManager).
+
+A broker never creates partitions itself: it validates the request, writes the topic's
+assignment and configs to ZooKeeper, and the controller reacts to the new znodes. The
+answer waits (up to the request's timeout) until this broker's metadata cache shows
+the result, as Kafka's DelayedCreatePartitions and DelayedDeleteTopics do, so a client
+that creates a topic can use it as soon as the call returns.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from twisted.internet import defer
+
+from kafkalike.broker.topic_names import InvalidTopicName, collides, validate
+from kafkalike.controller.assignment import (InvalidPartitions, InvalidReplicationFactor,
+                                             assign_replicas)
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.storage.config import LogConfig
+from kafkalike.zkdata.errors import TopicAlreadyMarkedForDeletionError, TopicExistsError
+from kafkalike.zkdata.ids import new_topic_id
+from kafkalike.zkdata.topic_znodes import PartitionAssignment
+
+log = logging.getLogger("kafka.server.ZkAdminManager")
+
+
+@dataclass
+class TopicResult:
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+    num_partitions: int = -1
+    replication_factor: int = -1
+    topic_id: object = None
+
+
+class AdminError(Exception):
+    def __init__(self, code: ErrorCode, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class _Waiter:
+    def __init__(self, check, deferred: defer.Deferred):
+        self.check = check
+        self.deferred = deferred
+
+
+class AdminManager:
+    def __init__(self, server):
+        self.server = server
+        self._waiters: list[_Waiter] = []
+
+    @property
+    def zk(self):
+        return self.server.zk
+
+    @property
+    def cache(self):
+        return self.server.metadata_cache
+
+    # -- waiting for the controller's work to reach us ----------------------------------
+
+    def on_metadata_update(self) -> None:
+        still = []
+        for w in self._waiters:
+            if w.check():
+                if not w.deferred.called:
+                    w.deferred.callback(True)
+            elif not w.deferred.called:
+                still.append(w)
+        self._waiters = still
+
+    def _wait_for(self, check, timeout_ms: int) -> defer.Deferred:
+        d = defer.Deferred()
+        if check():
+            d.callback(True)
+            return d
+        self._waiters.append(_Waiter(check, d))
+        timer = self.server.reactor.callLater(max(timeout_ms, 0) / 1000.0,
+                                             lambda: d.called or d.callback(False))
+        d.addBoth(lambda r: (timer.active() and timer.cancel(), r)[1])
+        return d
+
+    def _topic_ready(self, topic: str, partitions: int):
+        def check() -> bool:
+            parts = self.cache.partitions.get(topic, {})
+            return len(parts) >= partitions and all(p.leader >= 0 for p in parts.values())
+        return check
+
+    # -- create -------------------------------------------------------------------------
+
+    def _plan(self, name: str, num_partitions: int, replication_factor: int,
+              assignments: dict[int, list[int]], configs: dict[str, str | None]):
+        config = self.server.config
+        validate(name)
+        for existing in self.cache.topics():
+            if collides(name, existing):
+                raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                 f"Topic '{name}' collides with existing topic: {existing}")
+        if self.cache.contains(name):
+            raise AdminError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if assignments:
+            if num_partitions != -1 or replication_factor != -1:
+                raise AdminError(ErrorCode.INVALID_REQUEST,
+                                 "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                                 "Both cannot be used at the same time.")
+            live = set(self.cache.alive_broker_ids())
+            for p, brokers in assignments.items():
+                if len(set(brokers)) != len(brokers) or not brokers:
+                    raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"Duplicate or empty replica assignment for partition {p}")
+                if set(brokers) - live:
+                    raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"Unknown broker(s) in replica assignment: {sorted(set(brokers) - live)}.")
+            if sorted(assignments) != list(range(len(assignments))):
+                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 "Partitions should be a consecutive 0-based integer sequence")
+            plan = {p: list(b) for p, b in assignments.items()}
+        else:
+            n = config.get("num.partitions") if num_partitions == -1 else num_partitions
+            rf = config.get("default.replication.factor") if replication_factor == -1 else replication_factor
+            try:
+                plan = assign_replicas(self.cache.alive_broker_ids(), n, rf, self._racks())
+            except InvalidReplicationFactor as exc:
+                raise AdminError(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc)) from None
+            except InvalidPartitions as exc:
+                raise AdminError(ErrorCode.INVALID_PARTITIONS, str(exc)) from None
+        clean = {k: v for k, v in configs.items() if v is not None}
+        try:
+            LogConfig.from_props(clean, self.server.default_log_config)
+        except ValueError as exc:
+            raise AdminError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        return plan, clean
+
+    def _racks(self) -> dict[int, str] | None:
+        racks = {b: i.rack for b, i in self.cache.brokers.items() if i.rack}
+        return racks if racks and len(racks) == len(self.cache.brokers) else None
+
+    async def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
+                           assignments: dict[int, list[int]] | None = None,
+                           configs: dict[str, str | None] | None = None, *,
+                           validate_only: bool = False, timeout_ms: int = 30000) -> TopicResult:
+        try:
+            validate(name)
+            plan, clean = self._plan(name, num_partitions, replication_factor, assignments or {}, configs or {})
+        except InvalidTopicName as exc:
+            return TopicResult(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc))
+        except AdminError as exc:
+            return TopicResult(exc.code, exc.message)
+        result = TopicResult(num_partitions=len(plan), replication_factor=len(plan[0]))
+        if validate_only:
+            return result
+        topic_id = new_topic_id()
+        result.topic_id = topic_id
+        try:
+            await self.zk.create_topic_assignment(name, PartitionAssignment.of(plan, topic_id), clean)
+        except TopicExistsError:   # created meanwhile by someone else
+            return TopicResult(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        log.info("Creating topic %s with configuration %s and initial partition assignment %s",
+                 name, clean, plan)
+        if not await self._wait_for(self._topic_ready(name, len(plan)), timeout_ms):
+            return TopicResult(ErrorCode.REQUEST_TIMED_OUT,
+                               "Operation timed out; the topic is still being created.")
+        return result
+
+    def auto_create_topic(self, name: str) -> None:
+        """Fire-and-forget creation for Metadata requests (auto.create.topics.enable)."""
+        d = defer.ensureDeferred(self.create_topic(name, timeout_ms=0))
+        d.addErrback(lambda f: log.warning("Auto-creation of %s failed: %s", name, f.getErrorMessage()))
+
+    # -- delete -------------------------------------------------------------------------
+
+    async def delete_topic(self, name: str, timeout_ms: int) -> TopicResult:
+        if not self.cache.contains(name):
+            return TopicResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                               "This server does not host this topic-partition.")
+        if not self.server.config.get("delete.topic.enable"):
+            return TopicResult(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+        if name in self.server.internal_topics:
+            return TopicResult(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete internal topic {name}")
+        try:
+            await self.zk.mark_topic_for_deletion(name)
+        except TopicAlreadyMarkedForDeletionError:
+            pass   # an earlier request started it; wait for the same outcome
+        if not await self._wait_for(lambda: not self.cache.contains(name), timeout_ms):
+            return TopicResult(ErrorCode.REQUEST_TIMED_OUT, "Operation timed out.")
+        return TopicResult()
+
+    # -- partitions ---------------------------------------------------------------------
+
+    async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
+                                validate_only: bool, timeout_ms: int) -> TopicResult:
+        current = self.cache.partitions.get(name)
+        if current is None:
+            return TopicResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+        existing = len(current)
+        if count < existing:
+            return TopicResult(ErrorCode.INVALID_PARTITIONS,
+                               f"Topic currently has {existing} partitions, which is higher than the "
+                               f"requested {count}.")
+        if count == existing:
+            return TopicResult(ErrorCode.INVALID_PARTITIONS, f"Topic already has {existing} partitions.")
+        rf = len(current[0].replicas)
+        if assignments is not None:
+            if len(assignments) != count - existing:
+                return TopicResult(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                   f"Increasing the number of partitions by {count - existing} but "
+                                   f"{len(assignments)} assignments provided.")
+            live = set(self.cache.alive_broker_ids())
+            for a in assignments:
+                if set(a) - live or len(set(a)) != len(a):
+                    return TopicResult(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                       f"Invalid replica assignment {a}")
+            added = {existing + i: list(a) for i, a in enumerate(assignments)}
+        else:
+            try:
+                added = assign_replicas(self.cache.alive_broker_ids(), count - existing, rf,
+                                        self._racks(), start_partition=existing)
+            except (InvalidReplicationFactor, InvalidPartitions) as exc:
+                return TopicResult(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc))
+        if validate_only:
+            return TopicResult()
+        full = {p: list(info.replicas) for p, info in current.items()}
+        full.update(added)
+        await self.zk.set_topic_assignment(name, PartitionAssignment.of(full, self.cache.topic_ids.get(name)))
+        if not await self._wait_for(self._topic_ready(name, count), timeout_ms):
+            return TopicResult(ErrorCode.REQUEST_TIMED_OUT, "Operation timed out.")
+        return TopicResult()

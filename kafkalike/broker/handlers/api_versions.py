@@ -1,0 +1,33 @@
+"""ApiVersions (18): the versions this broker serves, built from the handler registry."""
+from __future__ import annotations
+
+import re
+
+from kafkalike.broker.registry import HANDLERS, RequestContext, handler
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.api_versions import ApiVersionsResponse
+
+# Kafka's check on client software name/version (KIP-511); a bad one is INVALID_REQUEST.
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def advertised() -> list:
+    return [ApiVersionsResponse.ApiVersion(api_key=key, min_version=reg.min_version,
+                                           max_version=reg.max_version)
+            for key, reg in sorted(HANDLERS.items())]
+
+
+def _error(request, version: int, code: ErrorCode) -> ApiVersionsResponse:
+    return ApiVersionsResponse(error_code=int(code), api_keys=advertised())
+
+
+@handler(18, error_response=_error)
+def handle_api_versions(ctx: RequestContext, request) -> ApiVersionsResponse:
+    if request is None:
+        # A version newer than ours: answered as v0 with the ranges we do serve, so the
+        # client can retry with one of them (the network layer encodes this at v0).
+        return _error(None, 0, ErrorCode.UNSUPPORTED_VERSION)
+    if ctx.version >= 3 and not (_SOFTWARE.fullmatch(request.client_software_name or "")
+                                 and _SOFTWARE.fullmatch(request.client_software_version or "")):
+        return _error(request, ctx.version, ErrorCode.INVALID_REQUEST)
+    return ApiVersionsResponse(error_code=0, api_keys=advertised())

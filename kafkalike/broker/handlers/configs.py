@@ -1,0 +1,136 @@
+"""DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44).
+
+Topic overrides live in /config/topics/<t>; a change is written there with a change
+notification, and every broker applies it to its logs when the notification arrives,
+so alterations take effect live. Broker configs are static here: they are described,
+and a request to change one is refused (Kafka 2.8 would store a dynamic override).
+"""
+from __future__ import annotations
+
+from twisted.internet import defer
+
+from kafkalike.broker import topic_configs
+from kafkalike.broker.config import ConfigSource
+from kafkalike.broker.registry import RequestContext, handler
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from kafkalike.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from kafkalike.protocol.messages.incremental_alter_configs import (IncrementalAlterConfigsRequest,
+                                                                   IncrementalAlterConfigsResponse)
+from kafkalike.storage.config import LogConfig
+from kafkalike.zkdata.znodes import ConfigType
+
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+_Result = DescribeConfigsResponse.DescribeConfigsResult
+_Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
+_Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
+
+
+class _ResourceError(Exception):
+    def __init__(self, code: ErrorCode, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def _check_broker_name(server, name: str) -> None:
+    if name not in ("", str(server.broker_id)):
+        raise _ResourceError(ErrorCode.INVALID_REQUEST,
+                             f"Unexpected broker id, expected {server.broker_id} or empty string, "
+                             f"but received {name}")
+
+
+def _check_topic(server, name: str) -> None:
+    if not server.metadata_cache.contains(name):
+        raise _ResourceError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
+
+
+@handler(32)
+def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+    server = ctx.server
+    results = []
+    for res in request.resources:
+        result = _Result(resource_type=res.resource_type, resource_name=res.resource_name, configs=[])
+        try:
+            wanted = None if res.configuration_keys is None else set(res.configuration_keys)
+            if res.resource_type == TOPIC:
+                _check_topic(server, res.resource_name)
+                entries = [_topic_entry(e, ctx.version, request) for e in server.describe_topic_configs(res.resource_name)]
+            elif res.resource_type == BROKER:
+                _check_broker_name(server, res.resource_name)
+                entries = [_broker_entry(e, ctx.version, request) for e in server.config.describe_all()]
+            else:
+                raise _ResourceError(ErrorCode.INVALID_REQUEST,
+                                     f"Unsupported resource type {res.resource_type}")
+            result.configs = [e for e in entries if wanted is None or e.name in wanted]
+        except _ResourceError as exc:
+            result.error_code, result.error_message = int(exc.code), exc.message
+        results.append(result)
+    return DescribeConfigsResponse(results=results)
+
+
+def _topic_entry(e, version: int, request) -> _Entry:
+    entry = _Entry(name=e.name, value=e.value, read_only=False,
+                   is_default=e.source is ConfigSource.DEFAULT_CONFIG,
+                   config_source=int(e.source), is_sensitive=False, config_type=e.config_type.value)
+    if version >= 1 and request.include_synonyms:
+        entry.synonyms = [_Synonym(name=n, value=v, source=int(s)) for n, v, s in e.synonyms]
+    if version >= 3 and request.include_documentation:
+        entry.documentation = e.documentation
+    return entry
+
+
+def _broker_entry(e, version: int, request) -> _Entry:
+    entry = _Entry(name=e.name, value=None if e.is_sensitive else e.value, read_only=e.read_only,
+                   is_default=e.is_default, config_source=int(e.source), is_sensitive=e.is_sensitive,
+                   config_type=e.config_type.value)
+    if version >= 1 and request.include_synonyms:
+        entry.synonyms = [_Synonym(name=s.name, value=s.value, source=int(s.source)) for s in e.synonyms]
+    if version >= 3 and request.include_documentation:
+        entry.documentation = e.documentation
+    return entry
+
+
+@handler(33)
+def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest):
+    changes = [(r.resource_type, r.resource_name, lambda current, r=r: {c.name: c.value for c in r.configs})
+               for r in request.resources]
+    return defer.ensureDeferred(_alter(ctx, changes, request.validate_only, AlterConfigsResponse))
+
+
+@handler(44)
+def handle_incremental_alter_configs(ctx: RequestContext, request: IncrementalAlterConfigsRequest):
+    changes = [(r.resource_type, r.resource_name,
+                lambda current, r=r: topic_configs.apply_incremental(
+                    current, [(c.name, c.config_operation, c.value) for c in r.configs]))
+               for r in request.resources]
+    return defer.ensureDeferred(_alter(ctx, changes, request.validate_only, IncrementalAlterConfigsResponse))
+
+
+async def _alter(ctx: RequestContext, changes, validate_only: bool, response_cls):
+    server = ctx.server
+    responses = []
+    for rtype, name, compute in changes:
+        resp = response_cls.AlterConfigsResourceResponse(resource_type=rtype, resource_name=name)
+        try:
+            if rtype == TOPIC:
+                _check_topic(server, name)
+                current = await server.zk.get_entity_configs(ConfigType.TOPIC, name)
+                try:
+                    new = compute(current)
+                    if any(v is None for v in new.values()):
+                        raise ValueError("Null value not supported for topic configs")
+                    LogConfig.from_props(new, server.default_log_config)
+                except ValueError as exc:
+                    raise _ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+                if not validate_only:
+                    await server.zk.change_topic_config(name, new)
+            elif rtype == BROKER:
+                _check_broker_name(server, name)
+                raise _ResourceError(ErrorCode.INVALID_REQUEST,
+                                     "Dynamic broker configs are not supported; set them in server.properties")
+            else:
+                raise _ResourceError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}")
+        except _ResourceError as exc:
+            resp.error_code, resp.error_message = int(exc.code), exc.message
+        responses.append(resp)
+    return response_cls(responses=responses)

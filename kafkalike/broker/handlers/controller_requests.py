@@ -1,0 +1,83 @@
+"""LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6): the controller's orders.
+
+Each is fenced: a request from an older controller epoch gets STALE_CONTROLLER_EPOCH,
+and one addressed to an earlier incarnation of this broker gets STALE_BROKER_EPOCH.
+"""
+from __future__ import annotations
+
+from twisted.internet import defer
+
+from kafkalike.broker.registry import RequestContext, handler
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
+from kafkalike.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
+from kafkalike.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
+
+
+def _fence(ctx: RequestContext, request) -> ErrorCode:
+    server = ctx.server
+    if request.controller_epoch < server.controller_epoch_seen:
+        return ErrorCode.STALE_CONTROLLER_EPOCH
+    if request.broker_epoch not in (-1, server.broker_epoch):
+        return ErrorCode.STALE_BROKER_EPOCH
+    server.controller_epoch_seen = request.controller_epoch
+    return ErrorCode.NONE
+
+
+@handler(4)
+def handle_leader_and_isr(ctx: RequestContext, request: LeaderAndIsrRequest):
+    error = _fence(ctx, request)
+    if error != ErrorCode.NONE:
+        return LeaderAndIsrResponse(error_code=int(error))
+    return defer.ensureDeferred(_leader_and_isr(ctx, request))
+
+
+async def _leader_and_isr(ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+    if ctx.version >= 2:
+        groups = [(t.topic_name, getattr(t, "topic_id", None), t.partition_states) for t in request.topic_states]
+    else:
+        groups = [(p.topic_name, None, [p]) for p in request.ungrouped_partition_states]
+    outcome = await ctx.server.become_leader_or_follower(request, groups)
+    results = []
+    for topic, topic_id, states in groups:
+        for s in states:
+            results.append((topic, topic_id, s.partition_index, outcome.get((topic, s.partition_index), ErrorCode.NONE)))
+    if ctx.version >= 5:
+        by_topic: dict = {}
+        for topic, topic_id, p, err in results:
+            entry = by_topic.setdefault(topic, LeaderAndIsrResponse.LeaderAndIsrTopicError(
+                topic_id=topic_id, partition_errors=[]))
+            entry.partition_errors.append(LeaderAndIsrResponse.LeaderAndIsrPartitionError(
+                partition_index=p, error_code=int(err)))
+        return LeaderAndIsrResponse(error_code=0, topics=list(by_topic.values()))
+    return LeaderAndIsrResponse(error_code=0, partition_errors=[
+        LeaderAndIsrResponse.LeaderAndIsrPartitionError(topic_name=t, partition_index=p, error_code=int(e))
+        for t, _, p, e in results])
+
+
+@handler(5)
+def handle_stop_replica(ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
+    error = _fence(ctx, request)
+    if error != ErrorCode.NONE:
+        return StopReplicaResponse(error_code=int(error))
+    if ctx.version >= 3:
+        items = [(t.topic_name, p.partition_index, p.delete_partition)
+                 for t in request.topic_states for p in t.partition_states]
+    elif ctx.version >= 1:
+        items = [(t.name, p, request.delete_partitions) for t in request.topics for p in t.partition_indexes]
+    else:
+        items = [(p.topic_name, p.partition_index, request.delete_partitions)
+                 for p in request.ungrouped_partitions]
+    errors = ctx.server.stop_replicas(items)
+    return StopReplicaResponse(error_code=0, partition_errors=[
+        StopReplicaResponse.StopReplicaPartitionError(topic_name=t, partition_index=p,
+                                                      error_code=int(errors.get((t, p), ErrorCode.NONE)))
+        for t, p, _ in items])
+
+
+@handler(6)
+def handle_update_metadata(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
+    error = _fence(ctx, request)
+    if error == ErrorCode.NONE:
+        ctx.server.update_metadata(request, ctx.version)
+    return UpdateMetadataResponse(error_code=int(error))

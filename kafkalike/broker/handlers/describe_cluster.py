@@ -1,0 +1,15 @@
+"""DescribeCluster (60): the brokers and controller as this broker knows them."""
+from __future__ import annotations
+
+from kafkalike.broker.registry import RequestContext, handler
+from kafkalike.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+
+
+@handler(60)
+def handle_describe_cluster(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
+    cache = ctx.server.metadata_cache
+    listener = ctx.connection.factory.listener_name
+    brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=b, host=ep.host, port=ep.port, rack=rack)
+               for b, ep, rack in cache.broker_endpoints(listener)]
+    return DescribeClusterResponse(error_code=0, cluster_id=ctx.server.cluster_id,
+                                   controller_id=cache.controller_id, brokers=brokers)

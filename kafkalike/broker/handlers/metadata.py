@@ -1,0 +1,60 @@
+"""Metadata (3): brokers, controller and partition leaders, from the metadata cache."""
+from __future__ import annotations
+
+from kafkalike.broker.registry import RequestContext, handler
+from kafkalike.broker.topic_names import InvalidTopicName, validate
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.metadata import MetadataRequest, MetadataResponse
+
+_Broker = MetadataResponse.MetadataResponseBroker
+_Topic = MetadataResponse.MetadataResponseTopic
+_Part = MetadataResponse.MetadataResponsePartition
+
+
+@handler(3)
+def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+    server = ctx.server
+    cache = server.metadata_cache
+    listener = ctx.connection.factory.listener_name
+    if request.topics is None or (ctx.version == 0 and not request.topics):
+        names = cache.topics()          # all topics (v0 used an empty list for that)
+        auto_create = False
+    else:
+        names = [t.name for t in request.topics]
+        auto_create = request.allow_auto_topic_creation if ctx.version >= 4 else True
+    topics = []
+    for name in names:
+        topics.append(_describe(server, cache, name, listener, auto_create, ctx.version))
+    brokers = [_Broker(node_id=bid, host=ep.host, port=ep.port, rack=rack)
+               for bid, ep, rack in cache.broker_endpoints(listener)]
+    return MetadataResponse(brokers=brokers, cluster_id=server.cluster_id,
+                            controller_id=cache.controller_id, topics=topics)
+
+
+def _describe(server, cache, name, listener, auto_create, version) -> _Topic:
+    if not cache.contains(name):
+        try:
+            validate(name)
+        except InvalidTopicName:
+            return _Topic(name=name, error_code=int(ErrorCode.INVALID_TOPIC_EXCEPTION))
+        if auto_create and server.config.get("auto.create.topics.enable"):
+            server.admin.auto_create_topic(name)
+            return _Topic(name=name, error_code=int(ErrorCode.LEADER_NOT_AVAILABLE))
+        return _Topic(name=name, error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    parts = []
+    for index in sorted(cache.partitions[name]):
+        info = cache.partitions[name][index]
+        error = cache.partition_error(info, listener)
+        live = [r for r in info.replicas if r in cache.brokers]
+        in_sync = [r for r in info.isr if r in cache.brokers]
+        if error == ErrorCode.NONE and version == 0 and len(live) < len(info.replicas):
+            error = ErrorCode.REPLICA_NOT_AVAILABLE    # v0 clients were told this
+        parts.append(_Part(error_code=int(error), partition_index=index, leader_id=info.leader,
+                           leader_epoch=info.leader_epoch,
+                           replica_nodes=info.replicas if version > 0 else live,
+                           isr_nodes=in_sync, offline_replicas=info.offline_replicas))
+    topic_id = cache.topic_ids.get(name)
+    topic = _Topic(name=name, is_internal=name in server.internal_topics, partitions=parts)
+    if topic_id is not None:
+        topic.topic_id = topic_id
+    return topic

@@ -1,0 +1,66 @@
+"""Produce (0): append to partition leaders; acks=all answers after replication."""
+from __future__ import annotations
+
+from twisted.internet import defer
+
+from kafkalike.broker.registry import RequestContext, handler
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.produce import ProduceRequest, ProduceResponse
+
+_Topic = ProduceResponse.TopicProduceResponse
+_Part = ProduceResponse.PartitionProduceResponse
+
+
+@handler(0)
+def handle_produce(ctx: RequestContext, request: ProduceRequest):
+    server = ctx.server
+    if request.acks not in (-1, 0, 1):
+        return _answer(request, {}, ErrorCode.INVALID_REQUIRED_ACKS)
+    entries = {}
+    early = {}
+    for topic in request.topic_data:
+        for p in topic.partition_data:
+            tp = (topic.name, p.index)
+            if topic.name in server.internal_topics:
+                early[tp] = ErrorCode.INVALID_TOPIC_EXCEPTION
+            elif p.records is None or len(p.records) == 0:
+                early[tp] = ErrorCode.CORRUPT_MESSAGE
+            elif ctx.version < 3 or p.records[16] != 2:
+                # Old message formats (magic 0/1) would need up-conversion; refused so
+                # nothing is stored in a format readers cannot trust.
+                early[tp] = ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
+            else:
+                entries[tp] = p.records
+    result = server.replica_manager.append_records(entries, request.acks, request.timeout_ms,
+                                                   server.metadata_cache.contains)
+    if request.acks == 0:
+        # No answer is sent for acks=0; Kafka closes the connection on a failure so the
+        # client notices at all.
+        results = result if isinstance(result, dict) else {}
+        if early or any(r.error != ErrorCode.NONE for r in results.values()):
+            ctx.connection.transport.loseConnection()
+        return None
+    if isinstance(result, defer.Deferred):
+        return result.addCallback(lambda res: _answer(request, res, None, early))
+    return _answer(request, result, None, early)
+
+
+def _answer(request, results, all_error=None, early=None) -> ProduceResponse:
+    early = early or {}
+    topics = []
+    for topic in request.topic_data:
+        parts = []
+        for p in topic.partition_data:
+            tp = (topic.name, p.index)
+            r = results.get(tp)
+            if all_error is not None or r is None:
+                parts.append(_Part(index=p.index, error_code=int(all_error or early.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)),
+                                   base_offset=-1))
+            else:
+                parts.append(_Part(index=p.index, error_code=int(r.error),
+                                   base_offset=r.base_offset if r.error == ErrorCode.NONE else -1,
+                                   log_append_time_ms=r.log_append_time,
+                                   log_start_offset=r.log_start_offset,
+                                   error_message=r.message if r.error != ErrorCode.NONE else None))
+        topics.append(_Topic(name=topic.name, partition_responses=parts))
+    return ProduceResponse(responses=topics)

@@ -1,0 +1,119 @@
+"""CreateTopics (19), DeleteTopics (20), CreatePartitions (37): only the controller takes them.
+
+As in Kafka 2.8's ZooKeeper mode, a broker that is not the controller answers
+NOT_CONTROLLER so the client refreshes metadata and retries there.
+"""
+from __future__ import annotations
+
+from twisted.internet import defer
+
+from kafkalike.broker.registry import RequestContext, handler
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
+from kafkalike.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from kafkalike.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+
+
+def _duplicates(names: list[str]) -> set[str]:
+    seen, dup = set(), set()
+    for n in names:
+        (dup if n in seen else seen).add(n)
+    return dup
+
+
+@handler(19)
+def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest):
+    return defer.ensureDeferred(_create_topics(ctx, request))
+
+
+async def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    server = ctx.server
+    dup = _duplicates([t.name for t in request.topics])
+    results = []
+    jobs = []
+    for t in request.topics:
+        res = CreateTopicsResponse.CreatableTopicResult(name=t.name)
+        results.append(res)
+        if not server.controller.active:
+            res.error_code, res.error_message = int(ErrorCode.NOT_CONTROLLER), "This is not the correct controller for this cluster."
+        elif t.name in dup:
+            res.error_code, res.error_message = int(ErrorCode.INVALID_REQUEST), \
+                f"Create topics request from client `{ctx.client_id}` contains multiple entries for the following topics: {t.name}"
+        else:
+            assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+            configs = {c.name: c.value for c in t.configs}
+            jobs.append((res, t, defer.ensureDeferred(server.admin.create_topic(
+                t.name, t.num_partitions, t.replication_factor, assignments, configs,
+                validate_only=request.validate_only, timeout_ms=request.timeout_ms))))
+    for res, t, job in jobs:
+        r = await job
+        res.error_code = int(r.error)
+        res.error_message = r.message
+        if r.error == ErrorCode.NONE:
+            res.num_partitions, res.replication_factor = r.num_partitions, r.replication_factor
+            if r.topic_id is not None:
+                res.topic_id = r.topic_id
+            if ctx.version >= 5:
+                res.configs = server.describe_topic_config_entries(t.name, {c.name: c.value for c in t.configs})
+    return CreateTopicsResponse(topics=results)
+
+
+@handler(20)
+def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest):
+    return defer.ensureDeferred(_delete_topics(ctx, request))
+
+
+async def _delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    server = ctx.server
+    if ctx.version >= 6:
+        names = []
+        for t in request.topics:
+            if t.name is None and t.topic_id.int:
+                name = next((n for n, i in server.metadata_cache.topic_ids.items() if i == t.topic_id), None)
+                names.append((name, t.topic_id))
+            else:
+                names.append((t.name, t.topic_id))
+    else:
+        names = [(n, None) for n in request.topic_names]
+    out = []
+    jobs = []
+    for name, topic_id in names:
+        res = DeleteTopicsResponse.DeletableTopicResult(name=name)
+        if topic_id is not None:
+            res.topic_id = topic_id
+        out.append(res)
+        if not server.controller.active:
+            res.error_code = int(ErrorCode.NOT_CONTROLLER)
+        elif name is None:
+            res.error_code = int(ErrorCode.UNKNOWN_TOPIC_ID)
+        else:
+            jobs.append((res, defer.ensureDeferred(server.admin.delete_topic(name, request.timeout_ms))))
+    for res, job in jobs:
+        r = await job
+        res.error_code, res.error_message = int(r.error), r.message
+    return DeleteTopicsResponse(responses=out)
+
+
+@handler(37)
+def handle_create_partitions(ctx: RequestContext, request: CreatePartitionsRequest):
+    return defer.ensureDeferred(_create_partitions(ctx, request))
+
+
+async def _create_partitions(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+    server = ctx.server
+    dup = _duplicates([t.name for t in request.topics])
+    results = []
+    for t in request.topics:
+        res = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name)
+        results.append(res)
+        if not server.controller.active:
+            res.error_code = int(ErrorCode.NOT_CONTROLLER)
+            continue
+        if t.name in dup:
+            res.error_code, res.error_message = int(ErrorCode.INVALID_REQUEST), "Duplicate topic in request."
+            continue
+        assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+        r = await server.admin.create_partitions(t.name, t.count, assignments,
+                                                 request.validate_only, request.timeout_ms)
+        res.error_code, res.error_message = int(r.error), r.message
+    return CreatePartitionsResponse(results=results)

@@ -1,0 +1,150 @@
+"""The broker's listener: Kafka framing over TCP and in-order dispatch per connection.
+
+Kafka processes one request per connection at a time and answers in order (it mutes
+the channel while a request is in flight); clients rely on that ordering. Here frames
+that arrive while a request is outstanding wait in a queue, and the transport is
+paused when that queue grows, so a fast producer cannot make the broker buffer
+without bound.
+"""
+from __future__ import annotations
+
+import logging
+from collections import deque
+
+from twisted.internet import defer, protocol
+from twisted.protocols.basic import Int32StringReceiver
+
+from kafkalike.broker.registry import HANDLERS, RequestContext
+from kafkalike.protocol.api import decode_request_header, encode_response, size_prefixed
+from kafkalike.protocol.errors import ErrorCode, ProtocolDecodeError
+
+log = logging.getLogger("kafka.network.Processor")
+API_VERSIONS = 18
+QUEUE_PAUSE = 16
+
+
+class KafkaConnection(Int32StringReceiver):
+    """One client connection."""
+
+    def __init__(self, server, max_request_size: int):
+        self.server = server
+        self.MAX_LENGTH = max_request_size
+        self._queue: deque = deque()
+        self._busy = False
+        self._paused = False
+        self.peer = "?"
+
+    def connectionMade(self) -> None:
+        peer = self.transport.getPeer()
+        self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
+        self.server.connections.add(self)
+
+    def connectionLost(self, reason=protocol.connectionDone) -> None:
+        self.server.connections.discard(self)
+        self._queue.clear()
+
+    def lengthLimitExceeded(self, length: int) -> None:
+        log.warning("Closing connection from %s: request of %d bytes is larger than "
+                    "socket.request.max.bytes (%d)", self.peer, length, self.MAX_LENGTH)
+        self.transport.abortConnection()
+
+    def stringReceived(self, frame: bytes) -> None:
+        self._queue.append(frame)
+        if len(self._queue) >= QUEUE_PAUSE and not self._paused:
+            self._paused = True
+            self.transport.pauseProducing()
+        if not self._busy:
+            self._next()
+
+    # -- dispatch ----------------------------------------------------------------------
+
+    def _next(self) -> None:
+        while self._queue and not self._busy:
+            frame = self._queue.popleft()
+            if self._paused and len(self._queue) < QUEUE_PAUSE // 2:
+                self._paused = False
+                self.transport.resumeProducing()
+            self._busy = True
+            d = self._dispatch(frame)
+            if d is None:
+                self._busy = False
+                continue
+            d.addBoth(self._done)
+
+    def _done(self, _result) -> None:
+        self._busy = False
+        if self.transport is not None and not self.transport.disconnecting:
+            self._next()
+
+    def _dispatch(self, frame: bytes):
+        """Handle one frame; returns a Deferred when the answer is not ready yet."""
+        try:
+            header, reader = decode_request_header(frame)
+        except ProtocolDecodeError as exc:
+            log.warning("Closing connection from %s: unreadable request header (%s)", self.peer, exc)
+            self.transport.abortConnection()
+            return None
+        api_key, version = header.request_api_key, header.request_api_version
+        reg = HANDLERS.get(api_key)
+        if reg is None:
+            log.warning("Closing connection from %s: unknown api key %d", self.peer, api_key)
+            self.transport.abortConnection()
+            return None
+        ctx = RequestContext(api_key, version, header.correlation_id, header.client_id,
+                             self.peer.rsplit(":", 1)[0], self.server, self)
+        if not reg.min_version <= version <= reg.max_version:
+            if api_key == API_VERSIONS:
+                return self._send_result(ctx, reg.handle(ctx, None), 0)
+            if not reg.spec.request.SCHEMA.valid_range[0] <= version <= reg.spec.request.SCHEMA.valid_range[1]:
+                log.warning("Closing connection from %s: %s v%d is not a known version",
+                            self.peer, reg.spec.name, version)
+                self.transport.abortConnection()
+                return None
+        try:
+            request = reg.spec.request.read_from(reader, version)
+        except ProtocolDecodeError as exc:
+            log.warning("Closing connection from %s: malformed %s v%d request (%s)",
+                        self.peer, reg.spec.name, version, exc)
+            self.transport.abortConnection()
+            return None
+        if not reg.min_version <= version <= reg.max_version:
+            return self._send_result(ctx, reg.error_response(request, version, ErrorCode.UNSUPPORTED_VERSION), version)
+        try:
+            result = reg.handle(ctx, request)
+        except Exception:
+            log.exception("Error handling %s v%d from %s", reg.spec.name, version, self.peer)
+            result = reg.error_response(request, version, ErrorCode.UNKNOWN_SERVER_ERROR)
+        return self._send_result(ctx, result, version)
+
+    def _send_result(self, ctx: RequestContext, result, version: int):
+        if isinstance(result, defer.Deferred):
+            result.addCallback(self._send, ctx, version)
+            result.addErrback(self._failed, ctx)
+            return result
+        self._send(result, ctx, version)
+        return None
+
+    def _send(self, response, ctx: RequestContext, version: int) -> None:
+        if response is None or self.transport is None:
+            return  # acks=0 produce: Kafka sends nothing back
+        chunks = encode_response(ctx.api_key, version, ctx.correlation_id, response)
+        self.transport.writeSequence(size_prefixed(chunks))
+
+    def _failed(self, failure, ctx: RequestContext) -> None:
+        log.error("Error answering api key %d from %s: %s", ctx.api_key, self.peer,
+                  failure.getTraceback())
+        self.transport.abortConnection()
+
+
+class KafkaServerFactory(protocol.ServerFactory):
+    noisy = False
+    listener_name = "PLAINTEXT"
+
+    def __init__(self, server, max_request_size: int):
+        self.server = server
+        self.max_request_size = max_request_size
+
+    def buildProtocol(self, addr):
+        conn = KafkaConnection(self.server, self.max_request_size)
+        conn.factory = self
+        return conn

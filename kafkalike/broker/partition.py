@@ -1,0 +1,140 @@
+"""One partition replica on this broker: its log, its role, and its high watermark.
+
+The leader owns the high watermark: the lowest log end offset among the in-sync
+replicas. Consumers read only below it; followers read to the log end. Followers'
+positions arrive through their fetches (update_follower_position).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from kafkalike.protocol.errors import ErrorCode, KafkaProtocolError
+
+log = logging.getLogger("kafka.cluster.Partition")
+
+
+@dataclass
+class FollowerState:
+    log_end_offset: int = -1
+    last_caught_up_ms: int = 0
+    last_fetch_ms: int = 0
+
+
+@dataclass
+class Partition:
+    topic: str
+    index: int
+    broker_id: int
+    log: object = None                      # kafkalike.storage.log.Log
+    leader_id: int = -1
+    leader_epoch: int = -1
+    zk_version: int = 0
+    controller_epoch: int = -1
+    replicas: list[int] = field(default_factory=list)
+    isr: list[int] = field(default_factory=list)
+    followers: dict[int, FollowerState] = field(default_factory=dict)
+
+    @property
+    def high_watermark(self) -> int:
+        # The log owns the value so its checkpoint (replication-offset-checkpoint) and
+        # retention see what the partition decided.
+        return self.log.high_watermark
+
+    @property
+    def tp(self) -> tuple[str, int]:
+        return (self.topic, self.index)
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.broker_id
+
+    # -- role changes (from LeaderAndIsr) ---------------------------------------------
+
+    def make_leader(self, state, now_ms: int) -> bool:
+        """Become leader at state.leader_epoch; False if the request is stale."""
+        if state.leader_epoch < self.leader_epoch:
+            return False
+        self._take_state(state)
+        self.followers = {r: FollowerState(last_caught_up_ms=now_ms)
+                          for r in self.replicas if r != self.broker_id}
+        self.log.assign_leader_epoch(self.leader_epoch, self.log.log_end_offset)
+        # A new leader cannot know its followers' positions; the high watermark it had
+        # (from its checkpoint or as follower) stays until they report, as in Kafka.
+        self.maybe_increment_high_watermark()
+        return True
+
+    def make_follower(self, state) -> bool:
+        if state.leader_epoch < self.leader_epoch:
+            return False
+        self._take_state(state)
+        self.followers = {}
+        return True
+
+    def _take_state(self, state) -> None:
+        self.leader_id = state.leader
+        self.leader_epoch = state.leader_epoch
+        self.zk_version = state.zk_version
+        self.controller_epoch = state.controller_epoch
+        self.replicas = list(state.replicas)
+        self.isr = list(state.isr)
+
+    # -- leader side ------------------------------------------------------------------
+
+    def check_leader_epoch(self, epoch: int) -> None:
+        """Fence requests that carry a current_leader_epoch (KIP-320)."""
+        if epoch == -1:
+            return
+        if epoch < self.leader_epoch:
+            raise KafkaProtocolError(ErrorCode.FENCED_LEADER_EPOCH)
+        if epoch > self.leader_epoch:
+            raise KafkaProtocolError(ErrorCode.UNKNOWN_LEADER_EPOCH)
+
+    def append_as_leader(self, records, required_acks: int, min_insync: int, now_ms: int):
+        if not self.is_leader:
+            raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if required_acks == -1 and len(self.isr) < min_insync:
+            raise KafkaProtocolError(
+                ErrorCode.NOT_ENOUGH_REPLICAS,
+                f"The size of the current ISR {self.isr} is insufficient to satisfy the "
+                f"min.isr requirement of {min_insync} for partition {self.topic}-{self.index}")
+        info = self.log.append(records, leader_epoch=self.leader_epoch, now_ms=now_ms)
+        self.maybe_increment_high_watermark()
+        return info
+
+    def update_follower_position(self, replica_id: int, log_end_offset: int, now_ms: int) -> bool:
+        """Record a follower's fetch position; True if the high watermark moved."""
+        state = self.followers.get(replica_id)
+        if state is None:
+            return False
+        state.log_end_offset = log_end_offset
+        state.last_fetch_ms = now_ms
+        if log_end_offset >= self.log.log_end_offset:
+            state.last_caught_up_ms = now_ms
+        return self.maybe_increment_high_watermark()
+
+    def maybe_increment_high_watermark(self) -> bool:
+        if not self.is_leader:
+            return False
+        leo = self.log.log_end_offset
+        candidates = [leo]
+        for rid in self.isr:
+            if rid != self.broker_id:
+                candidates.append(self.followers.get(rid, FollowerState()).log_end_offset)
+        return self.log.maybe_increment_high_watermark(min(candidates))
+
+    def enough_replicas_reached(self, offset: int, min_insync: int) -> ErrorCode | None:
+        """For acks=all: None while waiting, NONE when done, or an error."""
+        if not self.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self.high_watermark >= offset:
+            if len(self.isr) < min_insync:
+                return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            return ErrorCode.NONE
+        return None
+
+    # -- reads ------------------------------------------------------------------------
+
+    def fetch_upper_bound(self, replica_id: int) -> int:
+        """Consumers stop at the high watermark; followers read to the log end."""
+        return self.log.log_end_offset if replica_id >= 0 else self.high_watermark

@@ -1,0 +1,130 @@
+"""One registry of request handlers keyed by api key.
+
+Dispatch and the ApiVersions answer are both built from it, so the broker can never
+advertise a version it does not serve, nor serve one it does not advertise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kafkalike.protocol.api import APIS, ApiSpec
+from kafkalike.protocol.errors import ErrorCode
+
+Handler = Callable[["RequestContext", Any], Any]   # returns a response, None or a Deferred
+ErrorResponse = Callable[[Any, int, ErrorCode], Any]
+
+
+@dataclass(frozen=True)
+class Registration:
+    spec: ApiSpec
+    min_version: int
+    max_version: int
+    handle: Handler
+    error_response: ErrorResponse
+
+
+@dataclass
+class RequestContext:
+    """What a handler knows about the request besides its body."""
+
+    api_key: int
+    version: int
+    correlation_id: int
+    client_id: str | None
+    client_host: str
+    server: Any          # the KafkaServer; handlers reach managers through it
+    connection: Any = None
+
+
+HANDLERS: dict[int, Registration] = {}
+
+
+def handler(api_key: int, versions: tuple[int, int] | None = None,
+            error_response: ErrorResponse | None = None):
+    """Register `fn` for api_key over `versions` (default: every declared version)."""
+    spec = APIS[api_key]
+    lo, hi = versions or spec.versions
+
+    def register(fn: Handler) -> Handler:
+        HANDLERS[api_key] = Registration(spec, lo, hi, fn, error_response or generic_error_response)
+        return fn
+    return register
+
+
+_NAME_FIELDS = ("name", "topic", "topic_name")
+_PARTITION_FIELDS = ("partition_index", "partition", "index")
+
+
+def generic_error_response(request, version: int, code: ErrorCode):
+    """A response carrying `code` wherever the response has an error_code field.
+
+    Topic and partition arrays mirror the request's, which is what Kafka's per-API
+    getErrorResponse methods do for the common shapes; handlers with other shapes
+    register their own.
+    """
+    spec = APIS[request.API_KEY]
+    return _mirror(spec.response, request, version, int(code))
+
+
+def _mirror(cls, source, version: int, code: int):
+    obj = cls()
+    for f in cls.FIELDS:
+        if not f.present_in(version):
+            continue
+        if f.name == "error_code":
+            obj.error_code = code
+        elif f.name in _NAME_FIELDS + _PARTITION_FIELDS and source is not None:
+            value = _first_attr(source, _NAME_FIELDS if f.name in _NAME_FIELDS else _PARTITION_FIELDS)
+            if value is not None:
+                setattr(obj, f.name, value)
+        elif f.is_array and f.is_struct and source is not None:
+            sub_cls = cls.TOP.STRUCTS[f.element_type]
+            items = _matching_array(source, sub_cls)
+            if items is not None:
+                setattr(obj, f.name, [_mirror(sub_cls, item, version, code) for item in items])
+    return obj
+
+
+def _first_attr(obj, names):
+    for n in names:
+        v = getattr(obj, n, None)
+        if v is not None and not isinstance(v, list):
+            return v
+    return None
+
+
+def _matching_array(source, sub_cls):
+    """The request array whose elements identify the same things (topics, partitions)."""
+    wanted = {f.name for f in sub_cls.FIELDS}
+    for f in getattr(source, "FIELDS", []):
+        value = getattr(source, f.name, None)
+        if not f.is_array or not isinstance(value, list):
+            continue
+        if f.is_struct and value and wanted & (set(_NAME_FIELDS) | set(_PARTITION_FIELDS)):
+            keys = {g.name for g in type(value[0]).FIELDS}
+            if keys & wanted & (set(_NAME_FIELDS) | set(_PARTITION_FIELDS)):
+                return value
+        if not f.is_struct and f.element_type == "int32" and wanted & set(_PARTITION_FIELDS):
+            return [_Index(v) for v in value]
+    return None
+
+
+class _Index:
+    """Adapts a bare partition number in a request to the mirroring walk."""
+
+    FIELDS: list = []
+
+    def __init__(self, value: int):
+        self.partition_index = value
+
+
+def load_handlers() -> dict[int, Registration]:
+    """Import every handler module so their registrations run."""
+    import importlib
+    import pkgutil
+
+    from kafkalike.broker import handlers
+    for info in pkgutil.iter_modules(handlers.__path__):
+        importlib.import_module(f"{handlers.__name__}.{info.name}")
+    return HANDLERS

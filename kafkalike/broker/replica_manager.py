@@ -1,0 +1,271 @@
+"""The partitions this broker hosts, and the produce and fetch paths through them.
+
+Handlers translate wire messages into calls here; this module knows partitions, logs
+and delayed operations but not message classes, so the same paths serve Produce,
+Fetch, replica fetchers and (later) the group coordinator's writes.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from twisted.internet import defer
+
+from kafkalike.broker.partition import Partition
+from kafkalike.broker.purgatory import DelayedOperation, Purgatory
+from kafkalike.protocol.errors import ErrorCode, KafkaProtocolError
+from kafkalike.storage import errors as storage_errors
+
+log = logging.getLogger("kafka.server.ReplicaManager")
+state_log = logging.getLogger("state.change.logger")
+
+TopicPartition = tuple[str, int]
+
+
+def error_for(exc: Exception) -> ErrorCode:
+    """Map storage and protocol exceptions to the error code Kafka answers with."""
+    if isinstance(exc, KafkaProtocolError):
+        return exc.code
+    mapping = [
+        (storage_errors.OffsetOutOfRangeError, ErrorCode.OFFSET_OUT_OF_RANGE),
+        (storage_errors.RecordBatchTooLargeError, ErrorCode.RECORD_LIST_TOO_LARGE),
+        (storage_errors.RecordTooLargeError, ErrorCode.MESSAGE_TOO_LARGE),
+        (storage_errors.CorruptRecordError, ErrorCode.CORRUPT_MESSAGE),
+        (storage_errors.InvalidTimestampError, ErrorCode.INVALID_TIMESTAMP),
+        (storage_errors.InvalidRecordError, ErrorCode.INVALID_RECORD),
+        (storage_errors.KafkaStorageError, ErrorCode.KAFKA_STORAGE_ERROR),
+    ]
+    for cls, code in mapping:
+        if isinstance(exc, cls):
+            return code
+    return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+@dataclass
+class ProduceResult:
+    error: ErrorCode = ErrorCode.NONE
+    base_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    last_offset: int = -1
+    message: str | None = None
+
+
+@dataclass
+class FetchSpec:
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass
+class FetchResult:
+    error: ErrorCode = ErrorCode.NONE
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    records: object = b""
+    log_end_offset: int = -1
+
+
+@dataclass
+class FetchParams:
+    replica_id: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    partitions: dict[TopicPartition, FetchSpec] = field(default_factory=dict)
+
+
+class DelayedProduce(DelayedOperation):
+    def __init__(self, manager: "ReplicaManager", timeout_ms: int, results: dict[TopicPartition, ProduceResult]):
+        super().__init__(timeout_ms)
+        self.manager = manager
+        self.results = results
+        self.pending = {tp for tp, r in results.items() if r.error == ErrorCode.NONE}
+
+    def try_complete(self) -> bool:
+        for tp in list(self.pending):
+            part = self.manager.partitions.get(tp)
+            if part is None:
+                self.results[tp].error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                self.pending.discard(tp)
+                continue
+            status = part.enough_replicas_reached(self.results[tp].last_offset + 1,
+                                                  self.manager.min_insync(tp[0]))
+            if status is not None:
+                self.results[tp].error = status
+                self.pending.discard(tp)
+        if not self.pending:
+            return self.force_complete()
+        return False
+
+    def on_expiration(self) -> None:
+        for tp in self.pending:
+            self.results[tp].error = ErrorCode.REQUEST_TIMED_OUT
+
+    def on_complete(self) -> None:
+        self.deferred.callback(self.results)
+
+
+class DelayedFetch(DelayedOperation):
+    def __init__(self, manager: "ReplicaManager", params: FetchParams, accumulated: int):
+        super().__init__(params.max_wait_ms)
+        self.manager = manager
+        self.params = params
+        self.accumulated = accumulated
+
+    def try_complete(self) -> bool:
+        available = 0
+        for tp, spec in self.params.partitions.items():
+            part = self.manager.partitions.get(tp)
+            if part is None or not part.is_leader:
+                return self.force_complete()     # leadership moved: answer now
+            end = part.fetch_upper_bound(self.params.replica_id)
+            if spec.fetch_offset > end:
+                return self.force_complete()     # truncated under us: answer (with error)
+            available += self.manager.bytes_between(part, spec.fetch_offset, end)
+            if available >= self.params.min_bytes:
+                return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        self.deferred.callback(self.manager.read(self.params))
+
+
+class ReplicaManager:
+    def __init__(self, broker_id: int, log_manager, clock, topic_config, time_ms):
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.clock = clock
+        self.topic_config = topic_config    # topic -> LogConfig
+        self.time_ms = time_ms
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.produce_purgatory = Purgatory("Produce", clock)
+        self.fetch_purgatory = Purgatory("Fetch", clock)
+        self.controller_epoch = -1
+
+    def min_insync(self, topic: str) -> int:
+        return self.topic_config(topic).min_insync_replicas
+
+    # -- partition access ---------------------------------------------------------------
+
+    def leader_partition(self, tp: TopicPartition, known_topic) -> Partition:
+        part = self.partitions.get(tp)
+        if part is None:
+            if known_topic(tp[0]):
+                raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            raise KafkaProtocolError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if not part.is_leader:
+            raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return part
+
+    def get_or_create_partition(self, tp: TopicPartition, is_new: bool) -> Partition:
+        part = self.partitions.get(tp)
+        if part is None:
+            log_ = self.log_manager.get_or_create_log(tp, self.topic_config(tp[0]), is_new=is_new)
+            part = Partition(tp[0], tp[1], self.broker_id, log_)
+            self.partitions[tp] = part
+        return part
+
+    # -- produce ------------------------------------------------------------------------
+
+    def append_records(self, entries: dict[TopicPartition, object], acks: int, timeout_ms: int,
+                       known_topic) -> defer.Deferred | dict[TopicPartition, ProduceResult]:
+        now = self.time_ms()
+        results: dict[TopicPartition, ProduceResult] = {}
+        for tp, records in entries.items():
+            try:
+                part = self.leader_partition(tp, known_topic)
+                info = part.append_as_leader(records, acks, self.min_insync(tp[0]), now)
+                results[tp] = ProduceResult(ErrorCode.NONE, info.first_offset,
+                                            info.log_append_time, part.log.log_start_offset,
+                                            info.last_offset)
+                self.fetch_purgatory.check_and_complete(tp)
+            except Exception as exc:  # each partition fails on its own
+                code = error_for(exc)
+                if code == ErrorCode.UNKNOWN_SERVER_ERROR:
+                    log.exception("Error appending to %s-%d", *tp)
+                results[tp] = ProduceResult(code, message=str(exc) if code != ErrorCode.NONE else None)
+        if acks != -1 or not any(r.error == ErrorCode.NONE for r in results.values()):
+            return results
+        op = DelayedProduce(self, timeout_ms, results)
+        return self.produce_purgatory.try_complete_else_watch(op, list(results))
+
+    # -- fetch --------------------------------------------------------------------------
+
+    def fetch(self, params: FetchParams, known_topic) -> defer.Deferred | dict:
+        if params.replica_id >= 0:
+            self._record_follower_positions(params)
+        results = self.read(params, known_topic)
+        total = sum(len(r.records) for r in results.values() if r.records)
+        errors = any(r.error != ErrorCode.NONE for r in results.values())
+        if params.max_wait_ms <= 0 or total >= params.min_bytes or errors or not params.partitions:
+            return results
+        op = DelayedFetch(self, params, total)
+        d = self.fetch_purgatory.try_complete_else_watch(op, list(params.partitions))
+        return d
+
+    def _record_follower_positions(self, params: FetchParams) -> None:
+        now = self.time_ms()
+        for tp, spec in params.partitions.items():
+            part = self.partitions.get(tp)
+            if part is not None and part.is_leader:
+                if part.update_follower_position(params.replica_id, spec.fetch_offset, now):
+                    self.on_high_watermark_moved(tp)
+
+    def on_high_watermark_moved(self, tp: TopicPartition) -> None:
+        self.produce_purgatory.check_and_complete(tp)
+        self.fetch_purgatory.check_and_complete(tp)
+
+    def read(self, params: FetchParams, known_topic=lambda t: True) -> dict[TopicPartition, FetchResult]:
+        results: dict[TopicPartition, FetchResult] = {}
+        budget = params.max_bytes
+        first_batch_owed = True
+        for tp, spec in params.partitions.items():
+            try:
+                part = self.leader_partition(tp, known_topic)
+                part.check_leader_epoch(spec.current_leader_epoch)
+                upper = part.fetch_upper_bound(params.replica_id)
+                limit = min(spec.max_bytes, max(budget, 0))
+                data = part.log.read(spec.fetch_offset, limit, max_offset=upper,
+                                     min_one_batch=first_batch_owed)
+                if data:
+                    first_batch_owed = False
+                    budget -= len(data)
+                results[tp] = FetchResult(ErrorCode.NONE, part.high_watermark,
+                                          part.log.log_start_offset, data, part.log.log_end_offset)
+            except Exception as exc:
+                code = error_for(exc)
+                if code == ErrorCode.UNKNOWN_SERVER_ERROR:
+                    log.exception("Error reading %s-%d", *tp)
+                part = self.partitions.get(tp)
+                hw = part.high_watermark if part is not None and part.is_leader else -1
+                lso = part.log.log_start_offset if part is not None and part.is_leader else -1
+                results[tp] = FetchResult(code, hw, lso, None)
+        return results
+
+    @staticmethod
+    def bytes_between(part: Partition, start: int, end: int) -> int:
+        """Bytes readable in [start, end): enough for fetch.min.bytes accounting."""
+        if start >= end:
+            return 0
+        return part.log.size_between(start, end)
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def remove_partition(self, tp: TopicPartition, delete: bool) -> None:
+        part = self.partitions.pop(tp, None)
+        self.fetch_purgatory.check_and_complete(tp)
+        self.produce_purgatory.check_and_complete(tp)
+        if delete:
+            self.log_manager.delete_log(tp)
+        elif part is not None:
+            part.leader_id = -1
+
+    def high_watermarks(self) -> dict[TopicPartition, int]:
+        return {tp: p.high_watermark for tp, p in self.partitions.items()}
+
+    def shutdown(self) -> None:
+        self.produce_purgatory.shutdown()
+        self.fetch_purgatory.shutdown()

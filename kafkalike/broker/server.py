@@ -1,0 +1,318 @@
+"""KafkaServer: one broker's lifecycle, in the order Kafka 2.8 starts and stops it.
+
+Start: ZooKeeper session and top-level paths, cluster id, broker id and meta.properties
+checks, log recovery, the listener, registration in /brokers/ids, then the controller
+election. Stop: leave ZooKeeper last but one, so the controller sees the broker go
+only after its logs are flushed and marked cleanly shut down.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from twisted.internet import defer, task, threads
+from twisted.internet.endpoints import TCP4ServerEndpoint
+
+from kafkalike.broker import topic_configs
+from kafkalike.broker.admin_manager import AdminManager
+from kafkalike.broker.config import KafkaConfig
+from kafkalike.broker.metadata_cache import INTERNAL_TOPICS, MetadataCache
+from kafkalike.broker.network import KafkaServerFactory
+from kafkalike.broker.registry import load_handlers
+from kafkalike.broker.replica_manager import ReplicaManager
+from kafkalike.controller.controller import KafkaController
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.storage.config import KEYS_BY_NAME, LogConfig
+from kafkalike.storage.manager import LogManager
+from kafkalike.storage.meta_properties import MetaProperties, read_meta_properties, write_meta_properties
+from kafkalike.zkdata import BrokerRegistration, EndPoint, KafkaZkClient
+from kafkalike.zkdata.events import NewSession
+from kafkalike.zkdata.znodes import ConfigType
+
+log = logging.getLogger("kafka.server.KafkaServer")
+state_log = logging.getLogger("state.change.logger")
+
+
+class StartupError(Exception):
+    """A reason the broker must not start; the message says which and why."""
+
+
+def default_log_config(config: KafkaConfig) -> LogConfig:
+    """Topic defaults from broker keys, not marked as topic overrides."""
+    values = config.log_config_defaults()
+    return LogConfig(**{KEYS_BY_NAME[k].attr: v for k, v in values.items() if k in KEYS_BY_NAME})
+
+
+class KafkaServer:
+    def __init__(self, config: KafkaConfig, reactor=None):
+        if reactor is None:
+            from twisted.internet import reactor as default_reactor
+            reactor = default_reactor
+        self.config = config
+        self.reactor = reactor
+        self.broker_id = config.broker_id
+        self.broker_epoch = -1
+        self.cluster_id: str | None = None
+        self.controller_epoch_seen = -1
+        self.internal_topics = INTERNAL_TOPICS
+        self.default_log_config = default_log_config(config)
+        self.topic_overrides: dict[str, dict[str, str]] = {}
+        self.connections: set = set()
+        self.zk: KafkaZkClient | None = None
+        self.log_manager: LogManager | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.metadata_cache: MetadataCache | None = None
+        self.controller: KafkaController | None = None
+        self.admin = AdminManager(self)
+        self.ports: list = []
+        self._tasks: list[task.LoopingCall] = []
+        self._config_watch = None
+        self.shutting_down = False
+
+    # -- helpers used by handlers -------------------------------------------------------
+
+    @staticmethod
+    def time_ms() -> int:
+        return int(time.time() * 1000)
+
+    def topic_config(self, topic: str) -> LogConfig:
+        props = self.topic_overrides.get(topic)
+        if not props:
+            return self.default_log_config
+        return LogConfig.from_props(props, self.default_log_config, strict=False)
+
+    def describe_topic_configs(self, topic: str):
+        return topic_configs.describe(self.config, self.topic_overrides.get(topic, {}), self.topic_config(topic))
+
+    def describe_topic_config_entries(self, topic: str, overrides: dict[str, str | None]):
+        """CreateTopics v5+ echoes the new topic's configs."""
+        from kafkalike.protocol.messages.create_topics import CreateTopicsResponse
+        clean = {k: v for k, v in overrides.items() if v is not None}
+        effective = LogConfig.from_props(clean, self.default_log_config, strict=False)
+        return [CreateTopicsResponse.CreatableTopicConfigs(
+            name=e.name, value=e.value, read_only=False, config_source=int(e.source), is_sensitive=False)
+            for e in topic_configs.describe(self.config, clean, effective)]
+
+    # -- startup ------------------------------------------------------------------------
+
+    async def startup(self) -> None:
+        cfg = self.config
+        log.info("starting")
+        for warning in cfg.unknown_key_warnings():
+            log.warning(warning)
+        log.info("Connecting to zookeeper on %s", cfg.zookeeper_connect)
+        self.zk = await KafkaZkClient.connect(cfg.zookeeper_connect,
+                                              session_timeout_ms=cfg.zk_session_timeout_ms,
+                                              connection_timeout_ms=cfg.zk_connection_timeout_ms,
+                                              reactor=self.reactor)
+        await self.zk.create_top_level_paths()
+        self.cluster_id = await self.zk.get_or_create_cluster_id()
+        log.info("Cluster ID = %s", self.cluster_id)
+        self.broker_id = await self._resolve_broker_id()
+        self.metadata_cache = MetadataCache(self.broker_id)
+        self.topic_overrides = {}
+        self.log_manager = await threads.deferToThread(
+            LogManager, cfg.log_dirs, self.default_log_config, topic_configs=self.topic_config)
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.reactor,
+                                              self.topic_config, self.time_ms)
+        load_handlers()
+        await self._listen()
+        self.zk.add_session_listener(self._on_session_event)
+        await self._register()
+        self._config_watch = await self.zk.watch_config_changes(lambda *_: self._reload_topic_configs())
+        self.controller = KafkaController(
+            self.broker_id, self.zk, self.reactor,
+            inter_broker_listener=cfg.inter_broker_listener_name,
+            delete_topic_enable=cfg.get("delete.topic.enable"),
+            unclean_election=lambda t: self.topic_config(t).unclean_leader_election_enable)
+        self.controller.startup()
+        self._schedule()
+        log.info("[KafkaServer id=%d] started", self.broker_id)
+
+    async def _resolve_broker_id(self) -> int:
+        stored = {}
+        for d in self.config.log_dirs:
+            meta = read_meta_properties(d)
+            if meta is not None:
+                stored[d] = meta
+        ids = {m.broker_id for m in stored.values() if m.broker_id is not None}
+        clusters = {m.cluster_id for m in stored.values() if m.cluster_id}
+        for cid in clusters:
+            if cid != self.cluster_id:
+                raise StartupError(
+                    f"The Cluster ID {self.cluster_id} doesn't match stored clusterId Some({cid}) in "
+                    "meta.properties. The broker is trying to join the wrong cluster. Configured "
+                    "zookeeper.connect may be wrong.")
+        if len(ids) > 1:
+            raise StartupError(f"Failed to match broker.id across log.dirs. This could happen if "
+                               f"multiple brokers shared a log directory (log.dirs) or partial data "
+                               f"was manually copied from another broker. Found {sorted(ids)}")
+        configured = self.config.broker_id
+        if ids:
+            found = ids.pop()
+            if configured >= 0 and configured != found:
+                raise StartupError(
+                    f"Configured broker.id {configured} doesn't match stored broker.id Some({found}) "
+                    "in meta.properties. If you moved your data, make sure your configured broker.id "
+                    "matches. If you intend to create a new broker, you should remove all data in "
+                    "your data directories (log.dirs).")
+            broker_id = found
+        elif configured >= 0:
+            broker_id = configured
+        elif self.config.get("broker.id.generation.enable"):
+            broker_id = await self.zk.generate_broker_id(self.config.get("reserved.broker.max.id"))
+        else:
+            raise StartupError("broker.id is -1 and broker.id.generation.enable is false")
+        for d in self.config.log_dirs:
+            if d not in stored:
+                os.makedirs(d, exist_ok=True)
+                write_meta_properties(d, MetaProperties(broker_id=broker_id, cluster_id=self.cluster_id))
+        return broker_id
+
+    async def _listen(self) -> None:
+        for ep in self.config.listeners:
+            factory = KafkaServerFactory(self, self.config.get("socket.request.max.bytes"))
+            factory.listener_name = ep.listener_name
+            endpoint = TCP4ServerEndpoint(self.reactor, ep.port, interface=ep.host or "")
+            port = await endpoint.listen(factory)
+            self.ports.append(port)
+            log.info("Awaiting socket connections on %s:%d.", ep.host or "0.0.0.0", port.getHost().port)
+
+    def _registration(self) -> BrokerRegistration:
+        endpoints = []
+        bound = {p.factory.listener_name: p.getHost().port for p in self.ports}
+        for ep in self.config.advertised_listeners:
+            port = ep.port or bound.get(ep.listener_name, ep.port)
+            endpoints.append(EndPoint(ep.listener_name, ep.host, port, ep.security_protocol))
+        return BrokerRegistration(self.broker_id, tuple(endpoints), rack=self.config.rack)
+
+    async def _register(self) -> None:
+        reg = self._registration()
+        self.broker_epoch = await self.zk.register_broker(reg)
+        log.info("Registered broker %d at path /brokers/ids/%d with addresses: %s, czxid (broker epoch): %d",
+                 self.broker_id, self.broker_id, ",".join(e.connection_string for e in reg.endpoints),
+                 self.broker_epoch)
+
+    def _on_session_event(self, event) -> None:
+        if isinstance(event, NewSession) and not self.shutting_down:
+            log.info("ZooKeeper session expired; registering broker %d again", self.broker_id)
+            d = defer.ensureDeferred(self._register())
+            d.addErrback(lambda f: log.error("Re-registration failed: %s", f.getErrorMessage()))
+
+    def _schedule(self) -> None:
+        cfg = self.config
+
+        def every(ms: int, fn) -> None:
+            if 0 < ms < 2**62:
+                loop = task.LoopingCall(fn)
+                loop.clock = self.reactor
+                loop.start(ms / 1000.0, now=False).addErrback(
+                    lambda f: log.error("Scheduled task failed: %s", f.getTraceback()))
+                self._tasks.append(loop)
+
+        every(cfg.get("replica.high.watermark.checkpoint.interval.ms"), self.log_manager.checkpoint_high_watermarks)
+        every(cfg.get("log.flush.offset.checkpoint.interval.ms"),
+              self.log_manager.checkpoint_recovery_points_and_log_start_offsets)
+        every(cfg.get("log.retention.check.interval.ms"), self.log_manager.cleanup_logs)
+        every(cfg.get("log.flush.scheduler.interval.ms"),
+              lambda: threads.deferToThread(self.log_manager.flush_dirty_logs))
+
+    # -- topic configs ------------------------------------------------------------------
+
+    def _reload_topic_configs(self) -> None:
+        """A config change notification: re-read the overrides of every topic we host."""
+        topics = sorted({tp[0] for tp in self.replica_manager.partitions})
+        d = self.zk.get_topic_configs(topics)
+
+        def apply(found: dict) -> None:
+            for topic, props in found.items():
+                if props != self.topic_overrides.get(topic, {}):
+                    self.topic_overrides[topic] = props
+                    self.log_manager.update_topic_config(topic, self.topic_config(topic))
+                    log.info("Processing override for entityPath: topics/%s with config: %s", topic, props)
+        d.addCallback(apply)
+        d.addErrback(lambda f: log.error("Reloading topic configs failed: %s", f.getErrorMessage()))
+
+    # -- controller requests ------------------------------------------------------------
+
+    def become_leader_or_follower(self, request, groups) -> defer.Deferred:
+        return defer.ensureDeferred(self._become(request, groups))
+
+    async def _become(self, request, groups) -> dict:
+        rm = self.replica_manager
+        new_topics = sorted({t for t, _, _ in groups if t not in self.topic_overrides})
+        if new_topics:
+            self.topic_overrides.update(await self.zk.get_topic_configs(new_topics))
+        outcome: dict = {}
+        now = self.time_ms()
+        for topic, _topic_id, states in groups:
+            for s in states:
+                tp = (topic, s.partition_index)
+                if self.broker_id not in s.replicas:
+                    outcome[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                try:
+                    part = rm.get_or_create_partition(tp, getattr(s, "is_new", False))
+                    if s.leader == self.broker_id:
+                        ok = part.make_leader(s, now)
+                        role = "leader"
+                    else:
+                        ok = part.make_follower(s)
+                        role = "follower"
+                    if not ok:
+                        outcome[tp] = ErrorCode.STALE_CONTROLLER_EPOCH
+                        continue
+                    state_log.info("[Broker id=%d] Handled LeaderAndIsr request correlationId from "
+                                   "controller %d epoch %d: %s-%d is now %s with leader epoch %d, isr %s",
+                                   self.broker_id, request.controller_id, request.controller_epoch,
+                                   topic, s.partition_index, role, s.leader_epoch, list(s.isr))
+                    rm.on_high_watermark_moved(tp)
+                except Exception:
+                    log.exception("Error handling LeaderAndIsr for %s-%d", *tp)
+                    outcome[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+        return outcome
+
+    def stop_replicas(self, items) -> dict:
+        errors = {}
+        for topic, partition, delete in items:
+            try:
+                self.replica_manager.remove_partition((topic, partition), delete)
+                if delete and not any(t == topic for t, _ in self.replica_manager.partitions):
+                    self.topic_overrides.pop(topic, None)
+            except Exception:
+                log.exception("Error stopping replica %s-%d", topic, partition)
+                errors[(topic, partition)] = ErrorCode.KAFKA_STORAGE_ERROR
+        return errors
+
+    def update_metadata(self, request, version: int) -> None:
+        self.metadata_cache.update(request, version)
+        self.admin.on_metadata_update()
+
+    # -- shutdown -----------------------------------------------------------------------
+
+    async def shutdown(self) -> None:
+        if self.shutting_down:
+            return
+        self.shutting_down = True
+        log.info("[KafkaServer id=%d] shutting down", self.broker_id)
+        for loop in self._tasks:
+            if loop.running:
+                loop.stop()
+        for port in self.ports:
+            await port.stopListening()
+        for conn in list(self.connections):
+            conn.transport.loseConnection()
+        if self._config_watch is not None:
+            self._config_watch.cancel()
+        if self.controller is not None:
+            self.controller.shutdown()
+        if self.replica_manager is not None:
+            self.replica_manager.shutdown()
+        if self.log_manager is not None:
+            await threads.deferToThread(self.log_manager.shutdown)
+        if self.zk is not None:
+            await self.zk.close()
+        log.info("[KafkaServer id=%d] shut down completed", self.broker_id)
+
+

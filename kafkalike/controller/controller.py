@@ -1,0 +1,428 @@
+"""The controller: elected through /controller, owner of partition leadership.
+
+Every ZooKeeper watch and every broker request that concerns the controller becomes an
+event on one queue, handled one at a time on the reactor (Kafka's ControllerEventManager).
+Handlers re-read ZooKeeper rather than trusting what a watch carried, and every write
+the controller makes is fenced by the /controller_epoch zkVersion it won the election at.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Awaitable, Callable
+
+from twisted.internet import defer
+
+from kafkalike.controller import requests as reqs
+from kafkalike.controller.channel import ControllerChannelManager
+from kafkalike.controller.context import NEW, OFFLINE, ONLINE, ControllerContext
+from kafkalike.zkdata.topic_znodes import LeaderIsrAndControllerEpoch, TopicPartition
+
+log = logging.getLogger("kafka.controller.KafkaController")
+state_log = logging.getLogger("state.change.logger")
+
+NO_LEADER = -1
+
+
+class KafkaController:
+    def __init__(self, broker_id: int, zk, reactor, *, inter_broker_listener: str = "PLAINTEXT",
+                 delete_topic_enable: bool = True, unclean_election: Callable[[str], bool] = lambda t: False):
+        self.broker_id = broker_id
+        self.zk = zk
+        self.reactor = reactor
+        self.listener = inter_broker_listener
+        self.delete_topic_enable = delete_topic_enable
+        self.unclean_election = unclean_election
+        self.ctx = ControllerContext()
+        self.active = False
+        self.channels: ControllerChannelManager | None = None
+        self._queue: defer.DeferredQueue = defer.DeferredQueue()
+        self._stopped = False
+        self._watches: list = []
+        self._topic_watches: dict = {}
+        self.idle = defer.Deferred()
+
+    # -- event loop -------------------------------------------------------------------
+
+    def put(self, name: str, handler: Callable[..., Awaitable], *args) -> None:
+        self._queue.put((name, handler, args))
+
+    def startup(self) -> None:
+        defer.ensureDeferred(self._loop())
+        d = self.zk.watch_controller(lambda *_: self.put("ControllerChange", self._on_controller_change))
+        d.addCallback(lambda _: self.put("Startup", self._elect))
+
+    async def _loop(self) -> None:
+        while not self._stopped:
+            name, handler, args = await self._queue.get()
+            if name == "Shutdown":
+                break
+            try:
+                await handler(*args)
+            except Exception:
+                log.exception("[Controller id=%d] Error processing event %s", self.broker_id, name)
+            if not self._queue.pending and not self.idle.called:
+                self.idle.callback(None)
+
+    def shutdown(self) -> None:
+        self._stopped = True
+        self._queue.put(("Shutdown", None, ()))
+        self._resign()
+
+    # -- election ---------------------------------------------------------------------
+
+    async def _elect(self) -> None:
+        current = await self.zk.get_controller_id()
+        if current is not None:
+            if current != self.broker_id and self.active:
+                self._resign()
+            log.info("[Controller id=%d] Broker %d has been elected as the controller, "
+                     "so stopping the election process.", self.broker_id, current)
+            return
+        try:
+            epoch, epoch_zk_version = await self.zk.register_controller_and_increment_epoch(self.broker_id)
+        except Exception as exc:
+            log.info("[Controller id=%d] Lost the controller election (%s)", self.broker_id, exc)
+            return
+        log.info("[Controller id=%d] %d successfully elected as the controller. Epoch "
+                 "incremented to %d and epoch zk version is now %d",
+                 self.broker_id, self.broker_id, epoch, epoch_zk_version)
+        self.ctx = ControllerContext(epoch=epoch, epoch_zk_version=epoch_zk_version)
+        self.active = True
+        await self._on_failover()
+
+    async def _on_controller_change(self) -> None:
+        current = await self.zk.get_controller_id()
+        if current is None:
+            await self._elect()
+        elif current != self.broker_id and self.active:
+            self._resign()
+
+    def _resign(self) -> None:
+        if self.active:
+            log.info("[Controller id=%d] Resigning", self.broker_id)
+        self.active = False
+        for watch in self._watches + list(self._topic_watches.values()):
+            watch.cancel()
+        self._watches, self._topic_watches = [], {}
+        if self.channels is not None:
+            self.channels.shutdown()
+            self.channels = None
+        self.ctx = ControllerContext()
+
+    async def _on_failover(self) -> None:
+        zk = self.zk
+        self._watches = [
+            await zk.watch_broker_changes(lambda *_: self.put("BrokerChange", self._on_broker_change)),
+            await zk.watch_topic_changes(lambda *_: self.put("TopicChange", self._on_topic_change)),
+            await zk.watch_topic_deletions(lambda *_: self.put("TopicDeletion", self._on_topic_deletion)),
+        ]
+        self.channels = ControllerChannelManager(self.broker_id, self.reactor)
+        for entry in await zk.get_all_brokers_and_epochs():
+            self._add_live_broker(entry.broker, entry.epoch)
+        topics = set(await zk.get_all_topics())
+        await self._load_topics(topics)
+        self.ctx.topics_to_delete = set(await zk.get_topic_deletions()) & topics
+        # Tell every broker what we know before changing anything.
+        self._send_update_metadata(self.ctx.live_ids, list(self.ctx.assignments))
+        for tp, state in self.ctx.leadership.items():
+            self.ctx.partition_states[tp] = ONLINE if state.leader in self.ctx.live_brokers else OFFLINE
+        for tp in self.ctx.assignments:
+            self.ctx.partition_states.setdefault(tp, NEW)
+        await self._elect_offline_and_new()
+        self._send_leader_and_isr_for_all_live()
+        await self._on_topic_deletion()
+
+    async def _load_topics(self, topics) -> list[TopicPartition]:
+        loaded = []
+        assignments = await self.zk.get_topic_assignments(sorted(topics))
+        for topic, assignment in assignments.items():
+            if assignment.topic_id is not None:
+                self.ctx.topic_ids[topic] = assignment.topic_id
+            for p, ra in assignment.partitions.items():
+                tp = TopicPartition(topic, p)
+                if tp not in self.ctx.assignments:
+                    loaded.append(tp)
+                self.ctx.assignments[tp] = tuple(ra.replicas)
+        states = await self.zk.get_partition_states(loaded)
+        self.ctx.leadership.update(states)
+        for topic in sorted(topics):
+            if topic not in self._topic_watches:
+                self._topic_watches[topic] = await self.zk.watch_partition_modifications(
+                    topic, lambda *_, t=topic: self._on_partition_modification(t))
+        return loaded
+
+    def _add_live_broker(self, reg, epoch: int) -> None:
+        self.ctx.live_brokers[reg.id] = reg
+        self.ctx.broker_epochs[reg.id] = epoch
+        ep = reg.endpoint(self.listener)
+        if ep is not None and self.channels is not None:
+            self.channels.add_broker(reg.id, ep.host or "127.0.0.1", ep.port)
+
+    # -- brokers ----------------------------------------------------------------------
+
+    async def _on_broker_change(self) -> None:
+        if not self.active:
+            return
+        current = {e.broker.id: (e.broker, e.epoch) for e in await self.zk.get_all_brokers_and_epochs()}
+        dead = [b for b in self.ctx.live_brokers if b not in current]
+        bounced = [b for b in current if b in self.ctx.live_brokers
+                   and current[b][1] != self.ctx.broker_epochs.get(b)]
+        new = [b for b in current if b not in self.ctx.live_brokers]
+        log.info("[Controller id=%d] Newly added brokers: %s, deleted brokers: %s, bounced brokers: %s, "
+                 "all live brokers: %s", self.broker_id, ",".join(map(str, sorted(new))),
+                 ",".join(map(str, sorted(dead))), ",".join(map(str, sorted(bounced))),
+                 ",".join(map(str, sorted(current))))
+        if dead or bounced:
+            for b in dead + bounced:
+                self.ctx.live_brokers.pop(b, None)
+                self.ctx.broker_epochs.pop(b, None)
+                self.ctx.shutting_down.discard(b)
+                if self.channels is not None:
+                    self.channels.remove_broker(b)
+            await self._on_brokers_failure(dead + bounced)
+        if new or bounced:
+            for b in new + bounced:
+                self._add_live_broker(*current[b])
+            await self._on_brokers_startup(new + bounced)
+
+    async def _on_brokers_startup(self, brokers: list[int]) -> None:
+        # New brokers learn everything; the others learn about the new brokers.
+        self._send_update_metadata(self.ctx.live_ids, list(self.ctx.assignments))
+        replicas = sorted(tp for tp, rs in self.ctx.assignments.items()
+                          if any(b in rs for b in brokers) and tp.topic not in self.ctx.topics_to_delete)
+        for b in brokers:
+            mine = [tp for tp in replicas if b in self.ctx.assignments[tp] and tp in self.ctx.leadership]
+            if mine:
+                self._send_leader_and_isr({b}, mine)
+        await self._elect_offline_and_new()
+
+    async def _on_brokers_failure(self, brokers: list[int]) -> None:
+        gone = set(brokers)
+        led = [tp for tp, s in self.ctx.leadership.items() if s.leader in gone]
+        for tp in led:
+            self.ctx.set_state(tp, OFFLINE)
+        await self._elect_offline_and_new()
+        # Replicas on dead brokers leave the ISR of partitions that still have a leader.
+        await self._remove_from_isr(gone)
+
+    async def _remove_from_isr(self, gone: set[int]) -> None:
+        changed = {}
+        for tp, s in self.ctx.leadership.items():
+            if not gone & set(s.isr) or tp.topic in self.ctx.topics_to_delete:
+                continue
+            leader = NO_LEADER if s.leader in gone else s.leader
+            new_isr = [r for r in s.isr if r not in gone]
+            if not new_isr:
+                new_isr = list(s.isr)[:1]     # keep the last ISR member, as Kafka does
+                leader = NO_LEADER
+            changed[tp] = LeaderIsrAndControllerEpoch(leader, s.leader_epoch + 1, tuple(new_isr),
+                                                      self.ctx.epoch, s.zk_version)
+        if changed:
+            written = await self._write_states(changed)
+            for tp in written:
+                if self.ctx.leadership[tp].leader == NO_LEADER:
+                    self.ctx.partition_states[tp] = OFFLINE
+            self._send_leader_and_isr_to_replicas(list(written))
+        self._send_update_metadata(self.ctx.live_ids, list(self.ctx.assignments))
+
+    # -- topics -----------------------------------------------------------------------
+
+    async def _on_topic_change(self) -> None:
+        if not self.active:
+            return
+        topics = set(await self.zk.get_all_topics())
+        known = self.ctx.topics()
+        for gone in known - topics:
+            self._forget_topic(gone)
+        new = topics - known
+        if new:
+            log.info("[Controller id=%d] New topics: [%s]", self.broker_id, ",".join(sorted(new)))
+            created = await self._load_topics(new)
+            await self._on_new_partitions(created)
+
+    def _on_partition_modification(self, topic: str) -> None:
+        self.put("PartitionModifications", self._partition_modification, topic)
+
+    async def _partition_modification(self, topic: str) -> None:
+        if not self.active or topic in self.ctx.topics_to_delete:
+            return
+        created = await self._load_topics({topic})
+        if created:
+            log.info("[Controller id=%d] New partitions to be added %s", self.broker_id, created)
+            await self._on_new_partitions(created)
+
+    async def _on_new_partitions(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            if tp not in self.ctx.leadership:
+                self.ctx.set_state(tp, NEW)
+        await self._elect_offline_and_new()
+
+    async def _on_topic_deletion(self) -> None:
+        if not self.active:
+            return
+        marked = set(await self.zk.get_topic_deletions())
+        if not self.delete_topic_enable:
+            for t in marked:
+                log.info("[Controller id=%d] Removing %s from the deletion list as "
+                         "delete.topic.enable is false", self.broker_id, t)
+            await self.zk.delete_topic_deletions(marked, self.ctx.epoch_zk_version)
+            return
+        for topic in sorted(marked):
+            if topic not in self.ctx.topics():
+                await self.zk.delete_topic_deletions([topic], self.ctx.epoch_zk_version)
+                continue
+            self.ctx.topics_to_delete.add(topic)
+            await self._delete_topic(topic)
+
+    async def _delete_topic(self, topic: str) -> None:
+        parts = self.ctx.partitions_of(topic)
+        state_log.info("[Controller id=%d epoch=%d] Deleting topic %s", self.broker_id, self.ctx.epoch, topic)
+        # Brokers stop serving it at once (leader -2 means "being deleted").
+        self._send_update_metadata(self.ctx.live_ids, parts, deleting=set(parts))
+        waits = []
+        for b in sorted(self.ctx.live_ids):
+            mine = [tp for tp in parts if b in self.ctx.assignments[tp]]
+            if mine:
+                waits.append(self.channels.send(b, reqs.stop_replica(self.ctx, self.broker_id, b, mine, True),
+                                                reqs.STOP_REPLICA_VERSION))
+        await defer.DeferredList(waits, consumeErrors=True)
+        offline_replica_hosts = {r for tp in parts for r in self.ctx.assignments[tp]} - self.ctx.live_ids
+        if offline_replica_hosts:
+            # Kafka keeps the topic "queued for deletion" until those brokers return and
+            # delete their copies; here the znodes go now and a returning broker deletes
+            # its stray logs when it finds no assignment for them.
+            log.info("[Controller id=%d] Replicas of %s on offline brokers %s will be removed "
+                     "when they return", self.broker_id, topic, sorted(offline_replica_hosts))
+        await self.zk.delete_topic_znode(topic, self.ctx.epoch_zk_version)
+        await self.zk.delete_topic_configs([topic], self.ctx.epoch_zk_version)
+        await self.zk.delete_topic_deletions([topic], self.ctx.epoch_zk_version)
+        self._forget_topic(topic)
+        log.info("[Controller id=%d] Deletion of topic %s successfully completed", self.broker_id, topic)
+
+    def _forget_topic(self, topic: str) -> None:
+        watch = self._topic_watches.pop(topic, None)
+        if watch is not None:
+            watch.cancel()
+        self.ctx.remove_topic(topic)
+
+    # -- leader election ----------------------------------------------------------------
+
+    async def _elect_offline_and_new(self) -> None:
+        """Move New and Offline partitions to Online where a leader can be found."""
+        new_parts = [tp for tp, s in self.ctx.partition_states.items()
+                     if s == NEW and tp.topic not in self.ctx.topics_to_delete]
+        offline = [tp for tp, s in self.ctx.partition_states.items()
+                   if s == OFFLINE and tp.topic not in self.ctx.topics_to_delete]
+        if new_parts:
+            await self._initialize_new(new_parts)
+        if offline:
+            await self._elect_offline(offline)
+
+    async def _initialize_new(self, parts: list[TopicPartition]) -> None:
+        states = {}
+        for tp in parts:
+            live = [r for r in self.ctx.assignments[tp] if r in self.ctx.live_brokers]
+            if not live:
+                state_log.error("[Controller id=%d epoch=%d] Encountered error while changing partition "
+                                "%s-%d's state from New to Online since LeaderAndIsr path: no live replicas",
+                                self.broker_id, self.ctx.epoch, tp.topic, tp.partition)
+                continue
+            states[tp] = LeaderIsrAndControllerEpoch(live[0], 0, tuple(live), self.ctx.epoch, 0)
+        if not states:
+            return
+        outcomes = await self.zk.create_partition_states(states, self.ctx.epoch_zk_version)
+        created = {tp: s for tp, s in outcomes.items() if not isinstance(s, Exception)}
+        for tp, exc in outcomes.items():
+            if isinstance(exc, Exception):
+                state_log.error("[Controller id=%d epoch=%d] Could not create state of %s-%d: %s",
+                                self.broker_id, self.ctx.epoch, tp.topic, tp.partition, exc)
+        for tp, state in created.items():
+            self.ctx.leadership[tp] = state
+            self.ctx.set_state(tp, ONLINE)
+            state_log.info("[Controller id=%d epoch=%d] Changed partition %s-%d from NewPartition to "
+                           "OnlinePartition with state LeaderAndIsr(leader=%d, leaderEpoch=0, isr=%s, "
+                           "zkVersion=0)", self.broker_id, self.ctx.epoch, tp.topic, tp.partition,
+                           state.leader, list(state.isr))
+        self._send_leader_and_isr_to_replicas(list(created), new=set(created))
+        self._send_update_metadata(self.ctx.live_ids, list(created))
+
+    async def _elect_offline(self, parts: list[TopicPartition]) -> None:
+        changed = {}
+        for tp in parts:
+            current = self.ctx.leadership.get(tp)
+            if current is None:
+                continue
+            replicas = self.ctx.assignments[tp]
+            live = [r for r in replicas if r in self.ctx.live_brokers and r not in self.ctx.shutting_down]
+            in_sync = [r for r in live if r in current.isr]
+            if in_sync:
+                leader, isr = in_sync[0], [r for r in current.isr if r in self.ctx.live_brokers]
+            elif live and self.unclean_election(tp.topic):
+                leader, isr = live[0], [live[0]]
+                state_log.warning("[Controller id=%d epoch=%d] Unclean leader election: %s-%d led by "
+                                  "out-of-sync replica %d; data may be lost", self.broker_id,
+                                  self.ctx.epoch, tp.topic, tp.partition, leader)
+            else:
+                state_log.error("[Controller id=%d epoch=%d] No eligible leader for %s-%d: live "
+                                "replicas %s, ISR %s", self.broker_id, self.ctx.epoch, tp.topic,
+                                tp.partition, live, list(current.isr))
+                continue
+            changed[tp] = LeaderIsrAndControllerEpoch(leader, current.leader_epoch + 1, tuple(isr),
+                                                      self.ctx.epoch, current.zk_version)
+        if not changed:
+            return
+        written = await self._write_states(changed)
+        for tp in written:
+            self.ctx.set_state(tp, ONLINE)
+        self._send_leader_and_isr_to_replicas(list(written))
+        self._send_update_metadata(self.ctx.live_ids, list(written))
+
+    async def _write_states(self, changed: dict) -> list[TopicPartition]:
+        """Conditional writes; partitions whose zkVersion moved are re-read and skipped."""
+        outcomes = await self.zk.set_partition_states(changed, self.ctx.epoch_zk_version)
+        ok = {tp: s for tp, s in outcomes.items() if not isinstance(s, Exception)}
+        failed = {tp: s for tp, s in outcomes.items() if isinstance(s, Exception)}
+        for tp, state in ok.items():
+            self.ctx.leadership[tp] = state
+            state_log.info("[Controller id=%d epoch=%d] Partition %s-%d state changed to "
+                           "(Leader:%d,ISR:%s,LeaderEpoch:%d,ControllerEpoch:%d)", self.broker_id,
+                           self.ctx.epoch, tp.topic, tp.partition, state.leader,
+                           ",".join(map(str, state.isr)), state.leader_epoch, state.controller_epoch)
+        if failed:
+            fresh = await self.zk.get_partition_states(list(failed))
+            self.ctx.leadership.update(fresh)
+            for tp, exc in failed.items():
+                state_log.warning("[Controller id=%d epoch=%d] Failed to update state of %s-%d: %s",
+                                  self.broker_id, self.ctx.epoch, tp.topic, tp.partition, exc)
+        return list(ok)
+
+    # -- sending ------------------------------------------------------------------------
+
+    def _send_update_metadata(self, brokers, partitions, deleting=frozenset()) -> None:
+        if self.channels is None:
+            return
+        for b in sorted(brokers):
+            self.channels.send(b, reqs.update_metadata(self.ctx, self.broker_id, b, sorted(partitions), deleting),
+                               reqs.UPDATE_METADATA_VERSION)
+
+    def _send_leader_and_isr(self, brokers, partitions, new=frozenset()) -> None:
+        if self.channels is None:
+            return
+        for b in sorted(brokers):
+            if b in self.ctx.live_brokers:
+                self.channels.send(b, reqs.leader_and_isr(self.ctx, self.broker_id, b, sorted(partitions),
+                                                          set(new), self.listener),
+                                   reqs.LEADER_AND_ISR_VERSION)
+
+    def _send_leader_and_isr_to_replicas(self, partitions, new=frozenset()) -> None:
+        by_broker: dict[int, list] = {}
+        for tp in partitions:
+            for r in self.ctx.assignments[tp]:
+                by_broker.setdefault(r, []).append(tp)
+        for b, parts in by_broker.items():
+            self._send_leader_and_isr({b}, parts, new)
+
+    def _send_leader_and_isr_for_all_live(self) -> None:
+        parts = [tp for tp in self.ctx.leadership if tp.topic not in self.ctx.topics_to_delete]
+        self._send_leader_and_isr_to_replicas(parts)
+
