@@ -109,3 +109,50 @@ def zookeeper_ensemble() -> Iterator[ZooKeeperEnsemble]:
     finally:
         ensemble.remove()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _cluster(zk_connect: str, size: int, overrides: dict[str, str] | None = None):
+    from kafkalike.lab.cluster import Cluster
+    base = scratch_dir("cluster")
+    cluster = Cluster(zk_connect, base, size, overrides)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.kill()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def module_zk_chroot(zookeeper: ZooKeeperServer) -> Iterator[str]:
+    """Like zk_chroot, shared by one module (a broker cluster lives in it)."""
+    path = f"/m-{uuid.uuid4().hex[:12]}"
+    admin = KazooClient(hosts=zookeeper.connect_string)
+    admin.start(timeout=15)
+    try:
+        admin.create(path)
+        yield zookeeper.connect_string + path
+        admin.delete(path, recursive=True)
+    finally:
+        admin.stop()
+        admin.close()
+
+
+@pytest.fixture(scope="module")
+def broker(module_zk_chroot: str):
+    """One real broker process for a whole test module (killed and removed at the end)."""
+    for cluster in _cluster(module_zk_chroot, 1):
+        yield cluster.brokers[0]
+
+
+@pytest.fixture
+def fresh_broker(zk_chroot: str):
+    """A broker of this test's own: fault tests may kill it."""
+    for cluster in _cluster(zk_chroot, 1):
+        yield cluster.brokers[0]
+
+
+@pytest.fixture
+def kafka_cluster(zk_chroot: str):
+    """Three brokers of this test's own."""
+    yield from _cluster(zk_chroot, 3)

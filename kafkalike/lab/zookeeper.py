@@ -152,7 +152,7 @@ def read_properties(path: Path) -> dict[str, str]:
     return result
 
 
-def _death_signal_prefix() -> list[str]:
+def death_signal_prefix() -> list[str]:
     """Command prefix that makes the kernel kill the JVM when its parent dies.
 
     A test run that is itself killed then leaves no ZooKeeper behind holding ports.
@@ -274,7 +274,7 @@ class ZooKeeperServer:
         """Launch the JVM and return at once; call wait_ready() before using the server."""
         if self.is_running():
             raise ZooKeeperStartError(f"ZooKeeper in {self.base_dir} is already running (pid {self.pid})")
-        command = [*_death_signal_prefix(), *self.command()] if self.die_with_parent else self.command()
+        command = [*death_signal_prefix(), *self.command()] if self.die_with_parent else self.command()
         config = self.config_text() if self._writes_config else None
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self.myid is not None:

@@ -1,0 +1,60 @@
+"""One real broker process in a real ZooKeeper: registration, znodes, restart."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from kazoo.client import KazooClient
+
+from kafkalike.client.connection import BrokerConnection
+from kafkalike.protocol.messages.api_versions import ApiVersionsRequest
+from kafkalike.protocol.messages.metadata import MetadataRequest
+
+pytestmark = pytest.mark.integration
+
+
+def test_registers_in_zookeeper_as_kafka_does(broker, module_zk_chroot):
+    zk = KazooClient(hosts=module_zk_chroot)
+    zk.start(timeout=15)
+    try:
+        data, stat = zk.get("/brokers/ids/0")
+        reg = json.loads(data)
+        assert reg["version"] == 5
+        assert reg["endpoints"] == [f"PLAINTEXT://127.0.0.1:{broker.port}"]
+        assert reg["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT"}
+        assert (reg["host"], reg["port"]) == ("127.0.0.1", broker.port)
+        assert stat.ephemeralOwner != 0
+        assert json.loads(zk.get("/controller")[0])["brokerid"] == 0
+        assert int(zk.get("/controller_epoch")[0]) >= 1
+        cluster = json.loads(zk.get("/cluster/id")[0])
+        assert cluster["version"] == "1" and len(cluster["id"]) == 22
+        meta = (broker.log_dir / "meta.properties").read_text()
+        assert "broker.id=0" in meta and f"cluster.id={cluster['id']}" in meta
+    finally:
+        zk.stop()
+
+
+def test_api_versions_advertises_from_zero(broker):
+    conn = BrokerConnection("127.0.0.1", broker.port)
+    conn.connect()
+    try:
+        resp = conn.send(ApiVersionsRequest(client_software_name="test", client_software_version="1"), version=3)
+        served = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+        assert served[0] == (0, 9) and served[1] == (0, 12) and served[3] == (0, 11)
+        md = conn.send(MetadataRequest(topics=None), version=9)
+        assert [b.node_id for b in md.brokers] == [0] and md.controller_id == 0
+    finally:
+        conn.close()
+
+
+def test_wrong_cluster_id_refuses_to_start(fresh_broker):
+    fresh_broker.stop()
+    meta = fresh_broker.log_dir / "meta.properties"
+    meta.write_text(meta.read_text().replace("cluster.id=", "cluster.id=X"))
+    fresh_broker.start()
+    deadline = time.time() + 30
+    while fresh_broker.is_running() and time.time() < deadline:
+        time.sleep(0.1)
+    assert not fresh_broker.is_running() and fresh_broker.proc.returncode == 1
+    assert "doesn't match stored clusterId" in fresh_broker.log_tail(200)
