@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -76,7 +75,7 @@ class BrokerProcess:
             if self.proc is not None and self.proc.poll() is not None:
                 raise BrokerStartError(f"broker {self.broker_id} exited with {self.proc.returncode}:\n"
                                        + self.log_tail())
-            if self._started() and self._accepts():
+            if self._started() and self._knows_controller():
                 return
             time.sleep(0.1)
         raise BrokerStartError(f"broker {self.broker_id} not ready after {timeout}s:\n" + self.log_tail())
@@ -89,12 +88,19 @@ class BrokerProcess:
         marker = f"[KafkaServer id={self.broker_id}] started"
         return text.rfind(marker) > text.rfind(f"[KafkaServer id={self.broker_id}] shut")
 
-    def _accepts(self) -> bool:
+    def _knows_controller(self) -> bool:
+        """Serving metadata that names a controller: the controller has spoken to it."""
+        from kafkalike.client.connection import BrokerConnection
+        from kafkalike.protocol.messages.metadata import MetadataRequest
+        conn = BrokerConnection(self.host, self.port, timeout=2)
         try:
-            with socket.create_connection((self.host, self.port), timeout=0.5):
-                return True
-        except OSError:
+            conn.connect()
+            md = conn.send(MetadataRequest(topics=[]), version=1)
+            return md.controller_id >= 0 and any(b.node_id == self.broker_id for b in md.brokers)
+        except Exception:
             return False
+        finally:
+            conn.close()
 
     def stop(self, timeout: float = 30.0) -> int | None:
         """SIGTERM: the broker shuts down cleanly (controlled shutdown, clean-shutdown marker)."""
