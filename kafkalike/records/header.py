@@ -43,6 +43,9 @@ NO_PARTITION_LEADER_EPOCH = -1
 NO_TIMESTAMP = -1
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+# The same layout for hot loops that unpack the 13 fields as a plain tuple (BatchHeader
+# field order) instead of paying for a BatchHeader per batch (the log's append path).
+HEADER_STRUCT = _HEADER
 _Q = struct.Struct(">q")
 _I = struct.Struct(">i")
 _CRC = struct.Struct(">I")

@@ -1,0 +1,292 @@
+"""LogManager: owns the log dirs, their root checkpoint files and locks, and every Log in them.
+
+Startup follows Kafka 2.8: lock each dir's `.lock`, note and delete
+`.kafka_cleanshutdown` (so a crash while loading counts as unclean, KAFKA-10471), read
+the recovery-point and log-start-offset checkpoints (a broken one is ignored with a
+warning, meaning full recovery), then load every partition dir. Shutdown flushes and
+closes every log, writes the checkpoints and only then the clean-shutdown marker.
+
+Periodic work (retention, flush.ms, checkpoints) is exposed as plain methods for the
+broker to schedule; the ones that fsync (`flush_dirty_logs`, `checkpoint_*`) belong
+in a thread.
+"""
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import random
+import shutil
+import threading
+from typing import Callable, Iterable, Mapping
+
+from kafkalike.storage import layout
+from kafkalike.storage.checkpoints import (
+    OffsetCheckpointFile, log_start_offset_checkpoint, recovery_point_checkpoint,
+    replication_offset_checkpoint,
+)
+from kafkalike.storage.config import LogConfig
+from kafkalike.storage.errors import CorruptCheckpointError, KafkaStorageError, LogDirLockedError
+from kafkalike.storage.layout import TopicPartition
+from kafkalike.storage.log import Executor, Log, Scheduler, wall_clock_ms
+
+log = logging.getLogger(__name__)
+
+TopicConfigs = Callable[[str], LogConfig]
+
+
+def _read_or_empty(checkpoint: OffsetCheckpointFile, what: str) -> dict[TopicPartition, int]:
+    try:
+        return checkpoint.read()
+    except (CorruptCheckpointError, OSError) as exc:
+        log.warning("Error occurred while reading %s, resetting: %s", what, exc)
+        return {}
+
+
+class LogManager:
+    """All logs of one broker, spread over its log.dirs."""
+
+    def __init__(self, log_dirs: Iterable[str], default_config: LogConfig, *,
+                 topic_configs: TopicConfigs | None = None, clock: Callable[[], int] | None = None,
+                 flush_executor: Executor | None = None, scheduler: Scheduler | None = None,
+                 rng: random.Random | None = None) -> None:
+        self.default_config = default_config
+        self._topic_configs = topic_configs
+        self._clock = clock or wall_clock_ms
+        self._flush_executor = flush_executor
+        self._scheduler = scheduler
+        self._rng = rng or random.Random()
+        self._lock = threading.RLock()
+        self.logs: dict[TopicPartition, Log] = {}
+        self._log_dir_of: dict[TopicPartition, str] = {}
+        self.log_dirs: list[str] = []
+        self.had_clean_shutdown: dict[str, bool] = {}
+        self._checkpointed_high_watermarks: dict[TopicPartition, int] = {}
+        self._lock_fds: dict[str, int] = {}
+        seen: set[str] = set()
+        for path in log_dirs:
+            real = os.path.realpath(path)
+            if real in seen:
+                raise KafkaStorageError(f"Duplicate log directory found: {path}")
+            seen.add(real)
+            os.makedirs(real, exist_ok=True)
+            self.log_dirs.append(real)
+        try:
+            for directory in self.log_dirs:
+                self._lock_dir(directory)
+            for directory in self.log_dirs:
+                self._load_dir(directory)
+        except BaseException:
+            self._release_locks()
+            raise
+
+    # ---------------------------------------------------------------- setup
+    def _lock_dir(self, directory: str) -> None:
+        fd = os.open(os.path.join(directory, layout.LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise LogDirLockedError(
+                f"Failed to acquire lock on file .lock in {directory}. A Kafka instance in another "
+                "process or thread is using this directory.") from None
+        self._lock_fds[directory] = fd
+
+    def _release_locks(self) -> None:
+        for fd in self._lock_fds.values():
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+        self._lock_fds.clear()
+
+    def config_for(self, topic: str) -> LogConfig:
+        return self._topic_configs(topic) if self._topic_configs else self.default_config
+
+    def _new_log(self, path: str, config: LogConfig, **kwargs) -> Log:
+        return Log(path, config, clock=self._clock, flush_executor=self._flush_executor,
+                   scheduler=self._scheduler, rng=self._rng, **kwargs)
+
+    def _load_dir(self, directory: str) -> None:
+        marker = os.path.join(directory, layout.CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
+        if clean:
+            log.info("Skipping recovery for all logs in %s since clean shutdown file was found", directory)
+            os.unlink(marker)
+        else:
+            log.info("Attempting recovery for all logs in %s since no clean shutdown file was found",
+                     directory)
+        self.had_clean_shutdown[directory] = clean
+        recovery_points = _read_or_empty(recovery_point_checkpoint(directory),
+                                         layout.RECOVERY_POINT_CHECKPOINT_FILE)
+        start_offsets = _read_or_empty(log_start_offset_checkpoint(directory),
+                                       layout.LOG_START_OFFSET_CHECKPOINT_FILE)
+        high_watermarks = _read_or_empty(replication_offset_checkpoint(directory),
+                                         layout.REPLICATION_OFFSET_CHECKPOINT_FILE)
+        self._checkpointed_high_watermarks.update(high_watermarks)
+        for name in sorted(os.listdir(directory)):
+            path = os.path.join(directory, name)
+            if not os.path.isdir(path):
+                continue
+            if layout.is_delete_dir(name):
+                self._remove_dir_later(path, self.default_config.file_delete_delay_ms)
+                continue
+            if layout.is_future_dir(name):
+                log.warning("Ignoring %s: moving logs between log dirs is not supported", path)
+                continue
+            tp = layout.parse_partition_dir(name)
+            if tp in self.logs:
+                raise KafkaStorageError(
+                    f"Duplicate log directories for {tp} are found in both {self.logs[tp].dir} and "
+                    f"{path}. It is likely because log directory failure happened while broker was "
+                    "replacing current replica with future replica. Recover broker from this failure "
+                    "by manually deleting one of the two directories for this partition.")
+            loaded = self._new_log(path, self.config_for(tp.topic),
+                                   log_start_offset=start_offsets.get(tp, 0),
+                                   recovery_point=recovery_points.get(tp, 0),
+                                   had_clean_shutdown=clean)
+            loaded.update_high_watermark(high_watermarks.get(tp, 0))
+            self.logs[tp] = loaded
+            self._log_dir_of[tp] = directory
+
+    def _remove_dir_later(self, path: str, delay_ms: int) -> None:
+        def remove() -> None:
+            shutil.rmtree(path, ignore_errors=True)
+        if self._scheduler is None:
+            remove()
+        else:
+            self._scheduler(delay_ms, remove)
+
+    # ---------------------------------------------------------------- logs
+    def get_log(self, tp: TopicPartition) -> Log | None:
+        return self.logs.get(TopicPartition(*tp))
+
+    def _next_log_dir(self) -> str:
+        """The dir holding the fewest partitions, as Kafka 2.8 places new logs."""
+        counts = {d: 0 for d in self.log_dirs}
+        for directory in self._log_dir_of.values():
+            counts[directory] += 1
+        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None, *,
+                          is_new: bool = False) -> Log:
+        """The partition's log, created in the emptiest log dir if absent.
+
+        `is_new` says the partition itself is new (a LeaderAndIsr flag); Kafka uses it to
+        refuse recreating a log that should exist but sat in a failed dir. With no failed
+        dirs here it only shows in the log line.
+        """
+        tp = TopicPartition(*tp)
+        with self._lock:
+            existing = self.logs.get(tp)
+            if existing is not None:
+                return existing
+            directory = self._next_log_dir()
+            path = os.path.join(directory, layout.partition_dir_name(tp))
+            created = self._new_log(path, config or self.config_for(tp.topic))
+            log.info("Created log for %spartition %s in %s", "new " if is_new else "", tp, path)
+            self.logs[tp] = created
+            self._log_dir_of[tp] = directory
+            return created
+
+    def log_dir_of(self, tp: TopicPartition) -> str:
+        return self._log_dir_of[TopicPartition(*tp)]
+
+    def delete_log(self, tp: TopicPartition) -> None:
+        """Close the log, rename its dir `topic-partition.<uuid>-delete`, remove it later."""
+        tp = TopicPartition(*tp)
+        with self._lock:
+            doomed = self.logs.pop(tp, None)
+            if doomed is None:
+                return
+            directory = self._log_dir_of.pop(tp)
+            doomed.close()
+            target = os.path.join(directory, layout.delete_dir_name(tp))
+            os.rename(doomed.dir, target)
+            layout.fsync_dir(directory)
+            self._remove_dir_later(target, doomed.config.file_delete_delay_ms)
+            self._checkpoint_dir(directory)
+
+    def update_topic_config(self, topic: str, config: LogConfig) -> None:
+        for tp, existing in self.logs.items():
+            if tp.topic == topic:
+                existing.update_config(config)
+
+    # ---------------------------------------------------------------- periodic work
+    def cleanup_logs(self, now_ms: int | None = None) -> int:
+        """Retention for every log (Kafka's log.retention.check.interval.ms task)."""
+        now = self._clock() if now_ms is None else now_ms
+        return sum(item.delete_old_segments(now) for item in list(self.logs.values()))
+
+    def flush_dirty_logs(self, now_ms: int | None = None) -> int:
+        """fsync logs whose flush.ms has passed; blocking, run it in a thread."""
+        now = self._clock() if now_ms is None else now_ms
+        flushed = 0
+        for item in list(self.logs.values()):
+            if item.flush_due(now):
+                item.flush()
+                flushed += 1
+        return flushed
+
+    def _logs_in(self, directory: str) -> dict[TopicPartition, Log]:
+        return {tp: lg for tp, lg in self.logs.items() if self._log_dir_of[tp] == directory}
+
+    def _checkpoint_dir(self, directory: str) -> None:
+        logs = self._logs_in(directory)
+        recovery_point_checkpoint(directory).write({tp: lg.recovery_point for tp, lg in logs.items()})
+        log_start_offset_checkpoint(directory).write(
+            {tp: lg.log_start_offset for tp, lg in logs.items()})
+
+    def checkpoint_recovery_points_and_log_start_offsets(self) -> None:
+        for directory in self.log_dirs:
+            self._checkpoint_dir(directory)
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write each log's high watermark to its dir's replication-offset-checkpoint."""
+        for directory in self.log_dirs:
+            replication_offset_checkpoint(directory).write(
+                {tp: lg.high_watermark for tp, lg in self._logs_in(directory).items()})
+
+    def checkpointed_high_watermark(self, tp: TopicPartition) -> int:
+        """The high watermark read from replication-offset-checkpoint at startup (0 if none)."""
+        return self._checkpointed_high_watermarks.get(TopicPartition(*tp), 0)
+
+    def read_high_watermarks(self) -> dict[TopicPartition, int]:
+        out: dict[TopicPartition, int] = {}
+        for directory in self.log_dirs:
+            out.update(_read_or_empty(replication_offset_checkpoint(directory),
+                                      layout.REPLICATION_OFFSET_CHECKPOINT_FILE))
+        return out
+
+    # ---------------------------------------------------------------- shutdown
+    def shutdown(self) -> None:
+        """Flush and close every log, write checkpoints, then the clean-shutdown markers."""
+        with self._lock:
+            for directory in self.log_dirs:
+                logs = self._logs_in(directory)
+                for item in logs.values():
+                    item.flush()
+                    item.close()
+                self._checkpoint_dir(directory)
+                replication_offset_checkpoint(directory).write(
+                    {tp: lg.high_watermark for tp, lg in logs.items()})
+                open(os.path.join(directory, layout.CLEAN_SHUTDOWN_FILE), "a").close()
+                layout.fsync_dir(directory)
+            self._release_locks()
+
+    def close_without_clean_shutdown(self) -> None:
+        """Drop everything as a crash would (no flush, no checkpoints, no marker); for tests."""
+        with self._lock:
+            for item in self.logs.values():
+                for segment in item.segments:
+                    segment.close_without_trim()
+                item.closed = True
+            self._release_locks()
+
+
+def topic_configs_from(defaults: LogConfig, overrides: Mapping[str, Mapping[str, str]]) -> TopicConfigs:
+    """A TopicConfigs built from per-topic override dicts (as stored under /config/topics)."""
+    def lookup(topic: str) -> LogConfig:
+        props = overrides.get(topic)
+        return LogConfig.from_props(props, defaults, strict=False) if props else defaults
+    return lookup

@@ -1,0 +1,216 @@
+"""Checking and stamping the batches of one append, header by header (Kafka's LogValidator, minus records).
+
+This is the broker's produce hot path, so it reads only batch headers: it unpacks each
+with kafkalike.records.header's layout (as a plain tuple: building a BatchHeader costs
+more than the CRC of a 16 KiB batch), checks length, size limit, magic and CRC-32C,
+and produces the patched baseOffset and partitionLeaderEpoch (both outside the CRC) as
+small separate buffers, so the batch bytes go to the file without being copied. Records are never decoded; the few rules Kafka checks per record are
+checked on the batch's first and max timestamps instead.
+"""
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass, field
+
+from kafkalike.records import header as batch_header
+from crc32c import crc32c
+
+from kafkalike.records.header import (
+    ATTRIBUTES, CONTROL_MASK, CRC, HEADER_SIZE, HEADER_STRUCT, LOG_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+)
+from kafkalike.storage.config import LONG_MAX, LogConfig
+from kafkalike.storage.errors import (
+    CorruptRecordError, InvalidRecordError, InvalidTimestampError, OffsetsOutOfOrderError,
+    RecordTooLargeError,
+)
+
+_LENGTH = struct.Struct(">i")
+# baseOffset, batchLength, partitionLeaderEpoch, magic: the 17 bytes before the CRC; a
+# leader rewrites the first and third, neither of which the CRC covers.
+_PATCH = struct.Struct(">qiib")
+_ATTRS = struct.Struct(">h")
+_CRC = struct.Struct(">I")
+_MIN_BATCH_LENGTH = batch_header.HEADER_SIZE - LOG_OVERHEAD
+
+
+class AppendOrigin(enum.Enum):
+    """Who is appending: clients get the strictest checks, replication none of the leader's."""
+
+    CLIENT = "client"
+    COORDINATOR = "coordinator"
+    REPLICATION = "replication"
+
+
+_CLIENT = AppendOrigin.CLIENT
+_REPLICATION = AppendOrigin.REPLICATION
+
+
+@dataclass(slots=True)
+class LogAppendInfo:
+    """What an append did; the broker builds the Produce response from it."""
+
+    first_offset: int = -1
+    last_offset: int = -1
+    max_timestamp: int = -1
+    offset_of_max_timestamp: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = 0
+    valid_bytes: int = 0
+    batch_count: int = 0
+    records_count: int = 0
+    last_leader_epoch: int | None = None
+    # (epoch, base offset) for each batch that starts a different epoch than the one before.
+    epoch_starts: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendRules:
+    """The parts of a LogConfig an append checks, looked up once per config, not per batch."""
+
+    max_message_bytes: int
+    log_append_time: bool
+    timestamp_limit_ms: int | None  # None: message.timestamp.difference.max.ms is unbounded
+
+    @classmethod
+    def from_config(cls, config: LogConfig) -> "AppendRules":
+        limit = config.message_timestamp_difference_max_ms
+        return cls(config.max_message_bytes, config.log_append_time,
+                   None if limit == LONG_MAX else limit)
+
+
+def _set_create_time(buf: bytearray, pos: int, size: int) -> None:
+    """Clear a client-set LogAppendTime bit on a CreateTime topic; the CRC must follow."""
+    attrs = _ATTRS.unpack_from(buf, pos + ATTRIBUTES)[0] & ~TIMESTAMP_TYPE_MASK
+    _ATTRS.pack_into(buf, pos + ATTRIBUTES, attrs)
+    _CRC.pack_into(buf, pos + CRC, batch_header.compute_crc(buf, pos, size))
+
+
+def _check_client_batch(base: int, delta: int, count: int, attributes: int, producer_id: int,
+                        base_sequence: int) -> None:
+    """Kafka's LogValidator.validateBatch rules for batches straight from a producer."""
+    if base != 0:
+        raise InvalidRecordError(
+            f"The baseOffset of the record batch in the append should be 0, but it is {base}")
+    if count <= 0 or count != delta + 1:
+        raise InvalidRecordError(
+            f"Inconsistent batch offset range [0, {delta}] and count of records {count}")
+    if attributes & CONTROL_MASK:
+        raise InvalidRecordError("Clients are not allowed to write control records")
+    if producer_id >= 0 and base_sequence < 0:
+        raise InvalidRecordError(
+            f"Invalid sequence number {base_sequence} in record batch with producerId {producer_id}")
+
+
+def _check_timestamps(first_ts: int, max_ts: int, now_ms: int, limit: int) -> None:
+    for ts in (first_ts, max_ts):
+        if abs(ts - now_ms) > limit:
+            raise InvalidTimestampError(
+                f"Timestamp {ts} of a record batch is out of range. The timestamp should be within "
+                f"[{now_ms - limit}, {now_ms + limit}]")
+
+
+def validate_append(buf: bytes | bytearray | memoryview, rules: AppendRules, next_offset: int, assign_offsets: bool,
+                    leader_epoch: int | None, origin: AppendOrigin, now_ms: int,
+                    latest_epoch: int | None = None) -> tuple[LogAppendInfo, list]:
+    """Validate every whole batch in `buf`; as leader, assign offsets. Returns (info, pieces).
+
+    `buf` is never modified. `pieces` are the buffers to write, in order: where a batch
+    needs its baseOffset or leader epoch patched, a 17-byte patched copy of its first
+    fields followed by a view of the rest (neither field is under the CRC), so the
+    batch itself is not copied; LogAppendTime batches are copied whole since their CRC
+    changes. A torn batch at the very end is dropped, as Kafka's batch iterator drops
+    it; info.valid_bytes says how much is kept. `epoch_starts` lists epoch changes
+    relative to `latest_epoch` (the log's latest cached epoch), so the usual append
+    reports none. Raises CorruptRecordError (bad length, magic or CRC),
+    RecordTooLargeError, InvalidRecordError, InvalidTimestampError, OffsetsOutOfOrderError.
+    """
+    view = memoryview(buf)
+    n = len(view)
+    pos = 0
+    max_size = rules.max_message_bytes if origin is not _REPLICATION else n + 1
+    client = assign_offsets and origin is _CLIENT
+    log_append_time = assign_offsets and rules.log_append_time
+    ts_limit = rules.timestamp_limit_ms if assign_offsets and not log_append_time else None
+    patch = assign_offsets or leader_epoch is not None
+    offset = next_offset
+    first = last = -1
+    max_ts = offset_of_max = -1
+    epoch = -1
+    prev_epoch = -1 if latest_epoch is None else latest_epoch
+    epoch_starts: list[tuple[int, int]] = []
+    pieces: list = []
+    records = batches = 0
+    unpack = HEADER_STRUCT.unpack_from
+    while n - pos >= LOG_OVERHEAD:
+        if n - pos < HEADER_SIZE:
+            length = _LENGTH.unpack_from(view, pos + 8)[0]
+            if length < _MIN_BATCH_LENGTH:
+                raise CorruptRecordError(
+                    f"record batch at position {pos} has length {length}, smaller than the v2 header")
+            break  # a torn trailing batch is dropped, not an error
+        (base, length, epoch, magic, crc, attributes, delta, first_ts, batch_max_ts, producer_id,
+         _producer_epoch, base_sequence, count) = unpack(view, pos)
+        size = length + LOG_OVERHEAD
+        if length < _MIN_BATCH_LENGTH:
+            raise CorruptRecordError(
+                f"record batch at position {pos} has length {length}, smaller than the v2 header")
+        if size > n - pos:
+            break  # a torn trailing batch is dropped, not an error
+        if size > max_size:
+            raise RecordTooLargeError(
+                f"The record batch size in the append is {size} bytes which exceeds the maximum "
+                f"configured value of {max_size}.")
+        if magic != 2:
+            raise CorruptRecordError(f"Record is corrupt: unsupported magic {magic} at position {pos}")
+        if crc32c(view[pos + ATTRIBUTES:pos + size]) != crc:
+            raise CorruptRecordError(f"Record is corrupt (stored crc = {crc}) at position {pos}")
+        if delta < 0 or count < 0:
+            raise CorruptRecordError(f"Record is corrupt: batch at position {pos} has negative counts")
+        if assign_offsets:
+            if client and (base or count != delta + 1 or attributes & CONTROL_MASK
+                           or (producer_id >= 0 and base_sequence < 0)):
+                _check_client_batch(base, delta, count, attributes, producer_id, base_sequence)
+            base = offset
+            offset = base + delta + 1
+            if ts_limit is not None:
+                _check_timestamps(first_ts, batch_max_ts, now_ms, ts_limit)
+        elif base <= last:
+            raise OffsetsOutOfOrderError(
+                f"Out of order offsets found in append: batch at offset {base} follows {last}")
+        if leader_epoch is not None:
+            epoch = leader_epoch
+        if patch:
+            if assign_offsets and (log_append_time or attributes & TIMESTAMP_TYPE_MASK):
+                whole = bytearray(view[pos:pos + size])
+                _PATCH.pack_into(whole, 0, base, length, epoch, 2)
+                if log_append_time:
+                    batch_header.set_max_timestamp_log_append(whole, 0, size, now_ms)
+                    batch_max_ts = now_ms
+                else:
+                    _set_create_time(whole, 0, size)
+                pieces.append(whole)
+            else:
+                pieces.append(_PATCH.pack(base, length, epoch, 2))
+                pieces.append(view[pos + CRC:pos + size])
+        last = base + delta
+        if batches == 0:
+            first = base
+        if batch_max_ts > max_ts:
+            max_ts, offset_of_max = batch_max_ts, last
+        if epoch >= 0 and epoch != prev_epoch:
+            epoch_starts.append((epoch, base))
+            prev_epoch = epoch
+        records += count
+        batches += 1
+        pos += size
+    if not patch and pos:
+        pieces.append(view[:pos] if pos < n else buf)
+    if log_append_time and batches:
+        max_ts, offset_of_max, append_time = now_ms, last, now_ms
+    else:
+        append_time = -1
+    info = LogAppendInfo(first, last, max_ts, offset_of_max, append_time, 0, pos, batches, records,
+                         epoch if batches and epoch >= 0 else None, epoch_starts)
+    return info, pieces
