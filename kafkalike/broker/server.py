@@ -112,8 +112,13 @@ class KafkaServer:
         self.broker_id = await self._resolve_broker_id()
         self.metadata_cache = MetadataCache(self.broker_id)
         self.topic_overrides = {}
+        reactor = self.reactor
+        # Recovery runs in a thread; afterwards fsyncs and delayed file deletions go to
+        # threads too, so the reactor never waits on the disk.
         self.log_manager = await threads.deferToThread(
-            LogManager, cfg.log_dirs, self.default_log_config, topic_configs=self.topic_config)
+            LogManager, cfg.log_dirs, self.default_log_config, topic_configs=self.topic_config,
+            flush_executor=reactor.callInThread,
+            scheduler=lambda ms, fn: reactor.callLater(ms / 1000.0, reactor.callInThread, fn))
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.reactor,
                                               self.topic_config, self.time_ms)
         load_handlers()

@@ -1,9 +1,18 @@
-"""ListOffsets (2): earliest, latest, or the first offset at or after a timestamp."""
+"""ListOffsets (2): earliest, latest, or the first offset at or after a timestamp.
+
+A timestamp lookup is exact to the record, as in Kafka: the log finds the first batch
+whose max timestamp reaches the target, and the records of that batch are decoded to
+find the record itself. Answering with the batch's base offset instead would send
+offsets_for_times users (and `kcat -Q`) to records older than they asked for.
+"""
 from __future__ import annotations
+
+from typing import Iterator
 
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.broker.replica_manager import error_for
 from kafkalike.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from kafkalike.records import decode_batches
 
 LATEST = -1
 EARLIEST = -2
@@ -23,8 +32,8 @@ def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> Lis
             try:
                 part = rm.leader_partition((t.name, p.partition_index), known)
                 part.check_leader_epoch(p.current_leader_epoch)
-                offset, ts = _lookup(part, p.timestamp, request.replica_id)
-                resp.leader_epoch = part.leader_epoch
+                offset, ts, epoch = _lookup(part, p.timestamp, request.replica_id)
+                resp.leader_epoch = epoch
                 if ctx.version == 0:
                     resp.old_style_offsets = [] if offset < 0 else [offset]
                 else:
@@ -36,17 +45,27 @@ def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> Lis
     return ListOffsetsResponse(topics=topics)
 
 
-def _lookup(part, timestamp: int, replica_id: int) -> tuple[int, int]:
+def _lookup(part, timestamp: int, replica_id: int) -> tuple[int, int, int]:
+    """(offset, timestamp, leader epoch); -1s when no record qualifies."""
     log = part.log
     if timestamp == EARLIEST:
-        return log.log_start_offset, -1
+        return log.log_start_offset, -1, part.leader_epoch
     if timestamp == LATEST:
         # Consumers see the high watermark as the end; a replica (debug) sees the log end.
-        return (log.log_end_offset if replica_id >= 0 else part.high_watermark), -1
+        return (log.log_end_offset if replica_id >= 0 else part.high_watermark), -1, part.leader_epoch
     if timestamp < 0:
         raise ValueError(f"invalid timestamp {timestamp}")
-    found = log.fetch_offset_by_timestamp(timestamp)
+    found = log.fetch_offset_by_timestamp(timestamp, record_timestamps)
     if found is None or found.offset >= part.high_watermark:
-        return -1, -1
-    return found.offset, found.timestamp
+        return -1, -1, -1
+    epoch = found.leader_epoch if found.leader_epoch is not None else -1
+    return found.offset, found.timestamp, epoch
+
+
+def record_timestamps(raw: bytes) -> Iterator[tuple[int, int]]:
+    """(offset, timestamp) of every record in one stored batch, control records included
+    (Kafka's search does not skip them either)."""
+    for batch in decode_batches(raw, verify_crc=False):
+        for record in batch.records():
+            yield record.offset, record.timestamp
 
