@@ -12,8 +12,10 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 def advertised() -> list:
-    return [ApiVersionsResponse.ApiVersion(api_key=key, min_version=reg.min_version,
-                                           max_version=reg.max_version)
+    """Every range starts at 0, as Kafka 2.8's do: older librdkafka detects features by
+    checking that particular old versions fall inside it. Versions below what a handler
+    implements are answered with UNSUPPORTED_VERSION (as Kafka 4.0 does)."""
+    return [ApiVersionsResponse.ApiVersion(api_key=key, min_version=0, max_version=reg.max_version)
             for key, reg in sorted(HANDLERS.items())]
 
 

@@ -17,11 +17,11 @@ _Topic = FetchResponse.FetchableTopicResponse
 _Part = FetchResponse.FetchablePartitionResponse
 
 
-@handler(1)
+@handler(1, versions=(4, 12))
 def handle_fetch(ctx: RequestContext, request: FetchRequest):
     server = ctx.server
     params = FetchParams(request.replica_id, request.max_wait_ms, max(request.min_bytes, 0),
-                         request.max_bytes if ctx.version >= 3 else 2**31 - 1)
+                         request.max_bytes)
     order = []
     for t in request.topics:
         for p in t.partitions:
@@ -45,6 +45,6 @@ def _answer(results, order, version: int) -> FetchResponse:
         topics[-1].partition_responses.append(_Part(
             partition=partition, error_code=int(r.error), high_watermark=r.high_watermark,
             last_stable_offset=r.high_watermark, log_start_offset=r.log_start_offset,
-            aborted_transactions=None if version >= 4 else [],
+            aborted_transactions=None,
             record_set=r.records if ok and r.records is not None else b""))
     return FetchResponse(error_code=0, session_id=0, responses=topics)

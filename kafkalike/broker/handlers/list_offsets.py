@@ -49,7 +49,9 @@ def _lookup(part, timestamp: int, replica_id: int) -> tuple[int, int, int]:
     """(offset, timestamp, leader epoch); -1s when no record qualifies."""
     log = part.log
     if timestamp == EARLIEST:
-        return log.log_start_offset, -1, part.leader_epoch
+        # The epoch is the one that wrote the log start offset, if the cache knows it.
+        found = log.fetch_offset_by_timestamp(EARLIEST)
+        return found.offset, -1, found.leader_epoch if found.leader_epoch is not None else -1
     if timestamp == LATEST:
         # Consumers see the high watermark as the end; a replica (debug) sees the log end.
         return (log.log_end_offset if replica_id >= 0 else part.high_watermark), -1, part.leader_epoch

@@ -1,4 +1,8 @@
-"""Produce (0): append to partition leaders; acks=all answers after replication."""
+"""Produce (0): append to partition leaders; acks=all answers after replication.
+
+Versions 3-9 are served (record batch v2 only); 0-2, which carry the old message
+formats, get UNSUPPORTED_VERSION as Kafka 4.0 answers them (KIP-896).
+"""
 from __future__ import annotations
 
 from twisted.internet import defer
@@ -11,7 +15,7 @@ _Topic = ProduceResponse.TopicProduceResponse
 _Part = ProduceResponse.PartitionProduceResponse
 
 
-@handler(0)
+@handler(0, versions=(3, 9))
 def handle_produce(ctx: RequestContext, request: ProduceRequest):
     server = ctx.server
     if request.acks not in (-1, 0, 1):
@@ -25,10 +29,9 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest):
                 early[tp] = ErrorCode.INVALID_TOPIC_EXCEPTION
             elif p.records is None or len(p.records) == 0:
                 early[tp] = ErrorCode.CORRUPT_MESSAGE
-            elif ctx.version < 3 or p.records[16] != 2:
-                # Old message formats (magic 0/1) would need up-conversion; refused so
-                # nothing is stored in a format readers cannot trust.
-                early[tp] = ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
+            elif len(p.records) < 17 or p.records[16] != 2:
+                # Produce v3+ must carry record batch v2 (magic 2), as Kafka requires.
+                early[tp] = ErrorCode.INVALID_RECORD
             else:
                 entries[tp] = p.records
     result = server.replica_manager.append_records(entries, request.acks, request.timeout_ms,
