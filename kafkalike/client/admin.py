@@ -1,0 +1,694 @@
+"""A blocking admin client: topics, partitions, configs and the cluster, over BrokerConnection.
+
+It follows the Java AdminClient where a user can tell the difference: configs use
+Kafka's dotted names, every call has one deadline (default.api.timeout.ms) inside
+which it retries lost connections and a moved controller, topic changes go to the
+controller found through Metadata, and failures are exceptions carrying Kafka's error
+name and the broker's message (or Kafka's default text when the broker sent none).
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Callable, Iterable, Mapping, Sequence, TypeVar
+
+from kafkalike.client.connection import (
+    BrokerConnection,
+    KafkaConnectionError,
+    UnsupportedApiVersion,
+    parse_bootstrap_servers,
+)
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.alter_configs import AlterConfigsRequest
+from kafkalike.protocol.messages.create_partitions import CreatePartitionsRequest
+from kafkalike.protocol.messages.create_topics import CreateTopicsRequest
+from kafkalike.protocol.messages.delete_topics import DeleteTopicsRequest
+from kafkalike.protocol.messages.describe_cluster import DescribeClusterRequest
+from kafkalike.protocol.messages.describe_configs import DescribeConfigsRequest
+from kafkalike.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+from kafkalike.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
+from kafkalike.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from kafkalike.protocol.types import ZERO_UUID
+
+T = TypeVar("T")
+
+DEFAULTS = {
+    "client.id": "adminclient-1",
+    "request.timeout.ms": "30000",
+    "default.api.timeout.ms": "60000",
+    "retry.backoff.ms": "100",
+    "security.protocol": "PLAINTEXT",
+}
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+# Java exception names that do not follow from the error name by camel-casing it.
+_IRREGULAR_EXCEPTIONS = {
+    ErrorCode.UNKNOWN_SERVER_ERROR: "UnknownServerException",
+    ErrorCode.CORRUPT_MESSAGE: "CorruptRecordException",
+    ErrorCode.REQUEST_TIMED_OUT: "TimeoutException",
+    ErrorCode.MESSAGE_TOO_LARGE: "RecordTooLargeException",
+    ErrorCode.STALE_CONTROLLER_EPOCH: "ControllerMovedException",
+    ErrorCode.OFFSET_METADATA_TOO_LARGE: "OffsetMetadataTooLarge",  # sic: no "Exception" in Kafka's name
+    ErrorCode.NETWORK_EXCEPTION: "NetworkException",
+    ErrorCode.INVALID_TOPIC_EXCEPTION: "InvalidTopicException",
+    ErrorCode.RECORD_LIST_TOO_LARGE: "RecordBatchTooLargeException",
+    ErrorCode.TOPIC_ALREADY_EXISTS: "TopicExistsException",
+    ErrorCode.INVALID_CONFIG: "InvalidConfigurationException",
+    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER: "OutOfOrderSequenceException",
+    ErrorCode.DUPLICATE_SEQUENCE_NUMBER: "DuplicateSequenceException",
+    ErrorCode.INVALID_PRODUCER_ID_MAPPING: "InvalidPidMappingException",
+    ErrorCode.INVALID_TRANSACTION_TIMEOUT: "InvalidTxnTimeoutException",
+    ErrorCode.KAFKA_STORAGE_ERROR: "KafkaStorageException",
+    ErrorCode.SASL_AUTHENTICATION_FAILED: "SaslAuthenticationException",
+    ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED: "DelegationTokenDisabledException",
+    ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED: "UnsupportedByAuthenticationException",
+    ErrorCode.NON_EMPTY_GROUP: "GroupNotEmptyException",
+    ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE: "PrincipalDeserializationException",
+}
+
+# Kafka's own text for the errors admin calls meet, used when a broker sends no message.
+_DEFAULT_MESSAGES = {
+    ErrorCode.UNKNOWN_SERVER_ERROR: "The server experienced an unexpected error when processing the request.",
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
+    ErrorCode.LEADER_NOT_AVAILABLE: "There is no leader for this topic-partition as we are in the middle "
+                                    "of a leadership election.",
+    ErrorCode.REQUEST_TIMED_OUT: "The request timed out.",
+    ErrorCode.BROKER_NOT_AVAILABLE: "The broker is not available.",
+    ErrorCode.INVALID_TOPIC_EXCEPTION: "The request attempted to perform an operation on an invalid topic.",
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+    ErrorCode.UNSUPPORTED_VERSION: "The version of API is not supported.",
+    ErrorCode.TOPIC_ALREADY_EXISTS: "Topic with this name already exists.",
+    ErrorCode.INVALID_PARTITIONS: "Number of partitions is below 1.",
+    ErrorCode.INVALID_REPLICATION_FACTOR: "Replication factor is below 1 or larger than the number of "
+                                          "available brokers.",
+    ErrorCode.INVALID_REPLICA_ASSIGNMENT: "Replica assignment is invalid.",
+    ErrorCode.INVALID_CONFIG: "Configuration is invalid.",
+    ErrorCode.NOT_CONTROLLER: "This is not the correct controller for this cluster.",
+    ErrorCode.INVALID_REQUEST: "This most likely occurs because of a request being malformed by the client "
+                               "library or the message was sent to an incompatible broker. See the broker "
+                               "logs for more details.",
+    ErrorCode.POLICY_VIOLATION: "Request parameters do not satisfy the configured policy.",
+    ErrorCode.REASSIGNMENT_IN_PROGRESS: "A partition reassignment is in progress.",
+    ErrorCode.TOPIC_DELETION_DISABLED: "Topic deletion is disabled.",
+    ErrorCode.THROTTLING_QUOTA_EXCEEDED: "The throttling quota has been exceeded.",
+    ErrorCode.UNKNOWN_TOPIC_ID: "This server does not host this topic ID.",
+}
+
+
+def java_exception_name(code: ErrorCode) -> str:
+    """The simple name of the exception Kafka's Java client raises for an error code."""
+    code = ErrorCode(code)
+    if code in _IRREGULAR_EXCEPTIONS:
+        return _IRREGULAR_EXCEPTIONS[code]
+    name = code.name
+    if name.endswith("_AUTHORIZATION_FAILED"):
+        name = name[: -len("_FAILED")]
+    return "".join(part.capitalize() for part in name.split("_")) + "Exception"
+
+
+class KafkaAdminError(Exception):
+    """A failed admin call: the Kafka error code and the message a user should see."""
+
+    def __init__(self, code: ErrorCode | int, message: str | None = None) -> None:
+        self.code = ErrorCode(code)
+        self.message = message if message else _DEFAULT_MESSAGES.get(self.code, self.code.name)
+        super().__init__(self.message)
+
+    @property
+    def name(self) -> str:
+        return self.code.name
+
+    @property
+    def java_class(self) -> str:
+        """Fully qualified, as Java's stack traces print it."""
+        return f"org.apache.kafka.common.errors.{java_exception_name(self.code)}"
+
+
+class _Retry(Exception):
+    """Try the call again after a metadata refresh (connection lost, controller moved)."""
+
+
+class ResourceType(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    BROKER = 4
+    BROKER_LOGGER = 8
+
+
+class ConfigSource(IntEnum):
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+
+
+class AlterConfigOpType(IntEnum):
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+@dataclass(frozen=True)
+class ConfigResource:
+    type: ResourceType
+    name: str
+
+
+@dataclass(frozen=True)
+class AlterConfigOp:
+    name: str
+    value: str | None
+    op: AlterConfigOpType = AlterConfigOpType.SET
+
+
+@dataclass(frozen=True)
+class ConfigSynonym:
+    name: str
+    value: str | None
+    source: ConfigSource
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: ConfigSource = ConfigSource.UNKNOWN
+    read_only: bool = False
+    is_sensitive: bool = False
+    synonyms: tuple[ConfigSynonym, ...] = ()
+
+    @property
+    def is_default(self) -> bool:
+        """As Java's ConfigEntry.isDefault: only a value from Kafka's built-in defaults counts."""
+        return self.source == ConfigSource.DEFAULT_CONFIG
+
+
+@dataclass
+class NewTopic:
+    """num_partitions / replication_factor of -1 ask for the broker's defaults (CreateTopics v4+)."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    replica_assignment: Mapping[int, Sequence[int]] | None = None
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class NewPartitions:
+    total_count: int
+    assignments: Sequence[Sequence[int]] | None = None
+
+
+@dataclass(frozen=True)
+class TopicListing:
+    name: str
+    topic_id: uuid.UUID
+    is_internal: bool
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """leader is None when there is none or it is not a live broker (Java's null leader)."""
+
+    partition: int
+    leader: int | None
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+    leader_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    name: str
+    topic_id: uuid.UUID
+    is_internal: bool
+    partitions: tuple[PartitionInfo, ...]
+
+
+@dataclass(frozen=True)
+class BrokerNode:
+    id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterDescription:
+    cluster_id: str | None
+    controller_id: int
+    brokers: tuple[BrokerNode, ...]
+
+
+@dataclass(frozen=True)
+class CreatedTopic:
+    name: str
+    topic_id: uuid.UUID
+    num_partitions: int
+    replication_factor: int
+
+
+@dataclass(frozen=True)
+class PartitionReassignment:
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+
+
+def _ms(config: Mapping[str, str], key: str) -> float:
+    return int(config[key]) / 1000.0
+
+
+class AdminClient:
+    """Blocking admin operations against a cluster, e.g. AdminClient({"bootstrap.servers": "h:9092"})."""
+
+    def __init__(self, config: Mapping[str, object]) -> None:
+        merged = {**DEFAULTS, **{str(k): str(v) for k, v in config.items()}}
+        if "bootstrap.servers" not in merged:
+            raise ValueError('Missing required configuration "bootstrap.servers" which has no default value.')
+        if merged["security.protocol"].upper() != "PLAINTEXT":
+            raise ValueError(f"security.protocol {merged['security.protocol']} is not supported")
+        self.config = merged
+        self._bootstrap = parse_bootstrap_servers(merged["bootstrap.servers"])
+        self._request_timeout = _ms(merged, "request.timeout.ms")
+        self._api_timeout = _ms(merged, "default.api.timeout.ms")
+        self._backoff = _ms(merged, "retry.backoff.ms")
+        self._connections: dict[tuple[str, int], BrokerConnection] = {}
+        self._brokers: dict[int, BrokerNode] = {}
+        self._controller_id = -1
+        self._cluster_id: str | None = None
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for connection in self._connections.values():
+            connection.close()
+        self._connections.clear()
+
+    # -- topics --------------------------------------------------------------------
+
+    def list_topics(self, include_internal: bool = False) -> list[TopicListing]:
+        """Every topic, sorted by name; internal ones only when asked for."""
+        def attempt(deadline: float) -> list[TopicListing]:
+            response = self._metadata(None, deadline)
+            listings = [TopicListing(t.name, t.topic_id, bool(t.is_internal)) for t in response.topics
+                        if t.error_code == ErrorCode.NONE]
+            return sorted((t for t in listings if include_internal or not t.is_internal), key=lambda t: t.name)
+        return self._call("listTopics", attempt)
+
+    def describe_topics(self, names: Iterable[str]) -> dict[str, TopicDescription]:
+        """Partitions, leaders, replicas and ISR of each topic; the first missing one raises."""
+        wanted = list(dict.fromkeys(names))
+        for name in wanted:
+            _check_representable(name)
+
+        def attempt(deadline: float) -> dict[str, TopicDescription]:
+            if not wanted:
+                return {}
+            response = self._metadata(wanted, deadline)
+            by_name = {t.name: t for t in response.topics}
+            live = {b.node_id for b in response.brokers}
+            out = {}
+            for name in wanted:
+                topic = by_name.get(name)
+                if topic is None:
+                    raise KafkaAdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} not found.")
+                if topic.error_code != ErrorCode.NONE:
+                    raise KafkaAdminError(topic.error_code)
+                partitions = tuple(sorted((_partition_info(p, live) for p in topic.partitions),
+                                          key=lambda p: p.partition))
+                out[name] = TopicDescription(name, topic.topic_id, bool(topic.is_internal), partitions)
+            return out
+        return self._call("describeTopics", attempt)
+
+    def create_topics(self, topics: Sequence[NewTopic], validate_only: bool = False) -> dict[str, CreatedTopic]:
+        """Create topics through the controller; raises for the first topic that failed."""
+        for topic in topics:
+            _check_representable(topic.name)
+        request_topics = [_creatable(t) for t in topics]
+
+        def attempt(deadline: float) -> dict[str, CreatedTopic]:
+            request = CreateTopicsRequest(topics=request_topics, timeout_ms=self._op_timeout_ms(deadline),
+                                          validate_only=validate_only)
+            response = self._send_to_controller(request, deadline)
+            results = {r.name: r for r in response.topics}
+            self._retry_if_controller_moved(r.error_code for r in response.topics)
+            created = {}
+            for topic in topics:
+                result = results.get(topic.name)
+                if result is None:
+                    raise KafkaAdminError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                                          f"The server response did not contain a reference to topic {topic.name}")
+                if result.error_code != ErrorCode.NONE:
+                    raise KafkaAdminError(result.error_code, result.error_message)
+                created[topic.name] = CreatedTopic(topic.name, result.topic_id, result.num_partitions,
+                                                   result.replication_factor)
+            return created
+        return self._call("createTopics", attempt)
+
+    def delete_topics(self, names: Iterable[str]) -> None:
+        wanted = list(dict.fromkeys(names))
+        for name in wanted:
+            _check_representable(name)
+
+        def attempt(deadline: float) -> None:
+            if not wanted:
+                return
+            controller = self._controller_connection(deadline)
+            version = self._version(controller, DeleteTopicsRequest.API_KEY)
+            request = DeleteTopicsRequest(timeout_ms=self._op_timeout_ms(deadline))
+            if version >= 6:
+                request.topics = [DeleteTopicsRequest.DeleteTopicState(name=n, topic_id=ZERO_UUID) for n in wanted]
+            else:
+                request.topic_names = wanted
+            response = self._send(controller, request, version)
+            self._retry_if_controller_moved(r.error_code for r in response.responses)
+            results = {r.name: r for r in response.responses}
+            for name in wanted:
+                result = results.get(name)
+                if result is not None and result.error_code != ErrorCode.NONE:
+                    raise KafkaAdminError(result.error_code, result.error_message)
+        self._call("deleteTopics", attempt)
+
+    def create_partitions(self, increases: Mapping[str, NewPartitions], validate_only: bool = False) -> None:
+        """Raise topics' partition counts, optionally placing the new partitions' replicas."""
+        topics = [CreatePartitionsRequest.CreatePartitionsTopic(
+            name=name, count=p.total_count,
+            assignments=None if p.assignments is None else [
+                CreatePartitionsRequest.CreatePartitionsAssignment(broker_ids=list(a)) for a in p.assignments])
+            for name, p in increases.items()]
+
+        def attempt(deadline: float) -> None:
+            if not topics:
+                return
+            request = CreatePartitionsRequest(topics=topics, timeout_ms=self._op_timeout_ms(deadline),
+                                              validate_only=validate_only)
+            response = self._send_to_controller(request, deadline)
+            self._retry_if_controller_moved(r.error_code for r in response.results)
+            for result in response.results:
+                if result.error_code != ErrorCode.NONE:
+                    raise KafkaAdminError(result.error_code, result.error_message)
+        self._call("createPartitions", attempt)
+
+    def list_partition_reassignments(self, partitions: Iterable[tuple[str, int]] | None = None
+                                     ) -> dict[tuple[str, int], PartitionReassignment]:
+        """Reassignments in progress, from the controller; None means all partitions."""
+        topics = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in partitions:
+                by_topic.setdefault(topic, []).append(partition)
+            topics = [ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics(
+                name=t, partition_indexes=sorted(p)) for t, p in by_topic.items()]
+
+        def attempt(deadline: float) -> dict[tuple[str, int], PartitionReassignment]:
+            request = ListPartitionReassignmentsRequest(timeout_ms=self._op_timeout_ms(deadline), topics=topics)
+            response = self._send_to_controller(request, deadline)
+            self._retry_if_controller_moved([response.error_code])
+            if response.error_code != ErrorCode.NONE:
+                raise KafkaAdminError(response.error_code, response.error_message)
+            return {(t.name, p.partition_index): PartitionReassignment(
+                        tuple(p.replicas), tuple(p.adding_replicas), tuple(p.removing_replicas))
+                    for t in response.topics for p in t.partitions}
+        return self._call("listPartitionReassignments", attempt)
+
+    # -- cluster -------------------------------------------------------------------
+
+    def describe_cluster(self) -> ClusterDescription:
+        def attempt(deadline: float) -> ClusterDescription:
+            connection = self._any_connection(deadline)
+            if connection.supports(DescribeClusterRequest.API_KEY):
+                response = self._send(connection, DescribeClusterRequest())
+                if response.error_code != ErrorCode.NONE:
+                    raise KafkaAdminError(response.error_code, response.error_message)
+                brokers = tuple(BrokerNode(b.broker_id, b.host, b.port, b.rack) for b in response.brokers)
+                return ClusterDescription(response.cluster_id, response.controller_id, brokers)
+            self._metadata([], deadline)
+            return ClusterDescription(self._cluster_id, self._controller_id, tuple(self._brokers.values()))
+        return self._call("describeCluster", attempt)
+
+    def controller_id(self) -> int:
+        """The controller's broker id, or -1 while the cluster has none."""
+        def attempt(deadline: float) -> int:
+            return self._metadata([], deadline).controller_id
+        return self._call("describeCluster", attempt)
+
+    # -- configs -------------------------------------------------------------------
+
+    def describe_configs(self, resources: Iterable[ConfigResource], include_synonyms: bool = False
+                         ) -> dict[ConfigResource, list[ConfigEntry]]:
+        """Each resource's config entries, in the order the broker returned them."""
+        wanted = list(dict.fromkeys(resources))
+
+        def attempt(deadline: float) -> dict[ConfigResource, list[ConfigEntry]]:
+            out: dict[ConfigResource, list[ConfigEntry]] = {}
+            for node, group in self._by_target_broker(wanted):
+                connection = self._broker_connection(node, deadline)
+                request = DescribeConfigsRequest(
+                    resources=[DescribeConfigsRequest.DescribeConfigsResource(
+                        resource_type=int(r.type), resource_name=r.name, configuration_keys=None) for r in group],
+                    include_synonyms=include_synonyms)
+                version = self._version(connection, DescribeConfigsRequest.API_KEY)
+                response = self._send(connection, request, version)
+                results = {(r.resource_type, r.resource_name): r for r in response.results}
+                for resource in group:
+                    result = results.get((int(resource.type), resource.name))
+                    if result is None:
+                        raise KafkaAdminError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                                              f"Malformed broker response: missing config for {resource}")
+                    if result.error_code != ErrorCode.NONE:
+                        raise KafkaAdminError(result.error_code, result.error_message)
+                    out[resource] = [_config_entry(c, version) for c in result.configs]
+            return {r: out[r] for r in wanted}
+        return self._call("describeConfigs", attempt)
+
+    def alter_configs(self, configs: Mapping[ConfigResource, Mapping[str, str]], validate_only: bool = False) -> None:
+        """Replace resources' whole dynamic configs (the legacy AlterConfigs API)."""
+        def attempt(deadline: float) -> None:
+            for node, group in self._by_target_broker(list(configs)):
+                connection = self._broker_connection(node, deadline)
+                request = AlterConfigsRequest(validate_only=validate_only, resources=[
+                    AlterConfigsRequest.AlterConfigsResource(
+                        resource_type=int(r.type), resource_name=r.name,
+                        configs=[AlterConfigsRequest.AlterableConfig(name=k, value=v) for k, v in configs[r].items()])
+                    for r in group])
+                response = self._send(connection, request)
+                _raise_first(response.responses)
+        self._call("alterConfigs", attempt)
+
+    def incremental_alter_configs(self, changes: Mapping[ConfigResource, Sequence[AlterConfigOp]],
+                                  validate_only: bool = False) -> None:
+        def attempt(deadline: float) -> None:
+            for node, group in self._by_target_broker(list(changes)):
+                connection = self._broker_connection(node, deadline)
+                request = IncrementalAlterConfigsRequest(validate_only=validate_only, resources=[
+                    IncrementalAlterConfigsRequest.AlterConfigsResource(
+                        resource_type=int(r.type), resource_name=r.name,
+                        configs=[IncrementalAlterConfigsRequest.AlterableConfig(
+                            name=op.name, config_operation=int(op.op), value=op.value) for op in changes[r]])
+                    for r in group])
+                response = self._send(connection, request)
+                _raise_first(response.responses)
+        self._call("incrementalAlterConfigs", attempt)
+
+    # -- the call machinery ----------------------------------------------------------
+
+    def _call(self, name: str, attempt: Callable[[float], T]) -> T:
+        """Run attempt(deadline) until it succeeds, fails for good, or the deadline passes."""
+        start = time.time()
+        deadline = time.monotonic() + self._api_timeout
+        tries = 0
+        reached_a_broker = False
+        while True:
+            tries += 1
+            try:
+                return attempt(deadline)
+            except _Retry as retry:
+                reached_a_broker = reached_a_broker or bool(retry.args and retry.args[0])
+            now = time.monotonic()
+            if now + self._backoff >= deadline:
+                if not reached_a_broker:
+                    raise KafkaAdminError(ErrorCode.REQUEST_TIMED_OUT,
+                                          f"Timed out waiting for a node assignment. Call: {name}")
+                deadline_ms = int((start + self._api_timeout) * 1000)
+                now_ms = int(time.time() * 1000)
+                raise KafkaAdminError(ErrorCode.REQUEST_TIMED_OUT,
+                                      f"Call(callName={name}, deadlineMs={deadline_ms}, tries={tries}, "
+                                      f"nextAllowedTryMs={now_ms + int(self._backoff * 1000)}) timed out at "
+                                      f"{now_ms} after {tries} attempt(s)")
+            time.sleep(self._backoff)
+
+    def _op_timeout_ms(self, deadline: float) -> int:
+        """The broker-side wait for an operation: within the socket timeout and the call's deadline."""
+        remaining = min(deadline - time.monotonic(), self._request_timeout * 0.9)
+        return max(1, int(remaining * 1000))
+
+    def _connect(self, host: str, port: int, deadline: float) -> BrokerConnection:
+        key = (host, port)
+        connection = self._connections.get(key)
+        if connection is not None and connection.connected:
+            return connection
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Retry(False)
+        connection = BrokerConnection(host, port, client_id=self.config["client.id"],
+                                      timeout=min(self._request_timeout, remaining))
+        try:
+            connection.connect()
+        except KafkaConnectionError:
+            raise _Retry(False) from None
+        except UnsupportedApiVersion as error:
+            raise KafkaAdminError(ErrorCode.UNSUPPORTED_VERSION, str(error)) from None
+        connection.timeout = self._request_timeout
+        self._connections[key] = connection
+        return connection
+
+    def _any_connection(self, deadline: float) -> BrokerConnection:
+        for connection in self._connections.values():
+            if connection.connected:
+                return connection
+        candidates = list(self._bootstrap) + [(b.host, b.port) for b in self._brokers.values()]
+        for host, port in dict.fromkeys(candidates):
+            try:
+                return self._connect(host, port, deadline)
+            except _Retry:
+                continue
+        raise _Retry(False)
+
+    def _broker_connection(self, node_id: int | None, deadline: float) -> BrokerConnection:
+        if node_id is None:
+            return self._any_connection(deadline)
+        if node_id not in self._brokers:
+            self._metadata([], deadline)
+        broker = self._brokers.get(node_id)
+        if broker is None:
+            raise KafkaAdminError(ErrorCode.BROKER_NOT_AVAILABLE, f"No broker with id {node_id} in the cluster.")
+        return self._connect(broker.host, broker.port, deadline)
+
+    def _controller_connection(self, deadline: float) -> BrokerConnection:
+        if self._controller_id not in self._brokers:
+            self._metadata([], deadline)
+        controller = self._brokers.get(self._controller_id)
+        if controller is None:
+            raise _Retry(True)  # no controller elected yet
+        return self._connect(controller.host, controller.port, deadline)
+
+    def _send_to_controller(self, request, deadline: float):
+        return self._send(self._controller_connection(deadline), request)
+
+    def _send(self, connection: BrokerConnection, request, version: int | None = None):
+        try:
+            return connection.send(request, version)
+        except UnsupportedApiVersion as error:
+            raise KafkaAdminError(ErrorCode.UNSUPPORTED_VERSION, str(error)) from None
+        except KafkaConnectionError:
+            self._connections.pop((connection.host, connection.port), None)
+            raise _Retry(True) from None
+
+    @staticmethod
+    def _version(connection: BrokerConnection, api_key: int) -> int:
+        try:
+            return connection.pick_version(api_key)
+        except UnsupportedApiVersion as error:
+            raise KafkaAdminError(ErrorCode.UNSUPPORTED_VERSION, str(error)) from None
+
+    def _retry_if_controller_moved(self, codes: Iterable[int]) -> None:
+        if any(code == ErrorCode.NOT_CONTROLLER for code in codes):
+            self._controller_id = -1
+            raise _Retry(True)
+
+    def _metadata(self, topics: list[str] | None, deadline: float) -> MetadataResponse:
+        """Fetch metadata (None: all topics) and refresh the brokers and controller we know."""
+        connection = self._any_connection(deadline)
+        version = self._version(connection, MetadataRequest.API_KEY)
+        if topics is None:
+            request_topics = None if version >= 1 else []
+        else:
+            request_topics = [MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
+        response = self._send(connection, MetadataRequest(topics=request_topics, allow_auto_topic_creation=False),
+                              version)
+        self._brokers = {b.node_id: BrokerNode(b.node_id, b.host, b.port, b.rack) for b in response.brokers}
+        self._controller_id = response.controller_id
+        self._cluster_id = response.cluster_id
+        return response
+
+    def _by_target_broker(self, resources: Sequence[ConfigResource]) -> list[tuple[int | None, list[ConfigResource]]]:
+        """Broker resources go to that broker; everything else to any broker (Java's rule)."""
+        groups: dict[int | None, list[ConfigResource]] = {}
+        for resource in resources:
+            node = None
+            if resource.type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER) and resource.name:
+                try:
+                    node = int(resource.name)
+                except ValueError:
+                    raise KafkaAdminError(ErrorCode.INVALID_REQUEST,
+                                          f"Broker resource name must be a broker id, not {resource.name!r}") from None
+            groups.setdefault(node, []).append(resource)
+        return list(groups.items())
+
+
+def _check_representable(name: str) -> None:
+    if not name:
+        raise KafkaAdminError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                              f"The given topic name '{name}' cannot be represented in a request.")
+
+
+def _creatable(topic: NewTopic):
+    creatable = CreateTopicsRequest.CreatableTopic(
+        name=topic.name, num_partitions=topic.num_partitions, replication_factor=topic.replication_factor,
+        configs=[CreateTopicsRequest.CreateableTopicConfig(name=k, value=v) for k, v in topic.configs.items()])
+    if topic.replica_assignment is not None:
+        creatable.num_partitions, creatable.replication_factor = -1, -1
+        creatable.assignments = [
+            CreateTopicsRequest.CreatableReplicaAssignment(partition_index=p, broker_ids=list(replicas))
+            for p, replicas in topic.replica_assignment.items()]
+    return creatable
+
+
+def _partition_info(p, live: set[int]) -> PartitionInfo:
+    leader = p.leader_id if p.leader_id >= 0 and p.leader_id in live else None
+    return PartitionInfo(p.partition_index, leader, tuple(p.replica_nodes), tuple(p.isr_nodes),
+                         tuple(p.offline_replicas), p.leader_epoch)
+
+
+def _source(value: int) -> ConfigSource:
+    try:
+        return ConfigSource(value)
+    except ValueError:
+        return ConfigSource.UNKNOWN
+
+
+def _config_entry(c, version: int) -> ConfigEntry:
+    if version == 0:  # v0 only says whether the value is a default
+        source = ConfigSource.DEFAULT_CONFIG if c.is_default else ConfigSource.UNKNOWN
+    else:
+        source = _source(c.config_source)
+    synonyms = tuple(ConfigSynonym(s.name, s.value, _source(s.source)) for s in (c.synonyms or ()))
+    return ConfigEntry(c.name, c.value, source, bool(c.read_only), bool(c.is_sensitive), synonyms)
+
+
+def _raise_first(responses) -> None:
+    for r in responses:
+        if r.error_code != ErrorCode.NONE:
+            raise KafkaAdminError(r.error_code, r.error_message)
+
+
+__all__ = ["AdminClient", "AlterConfigOp", "AlterConfigOpType", "BrokerNode", "ClusterDescription",
+           "ConfigEntry", "ConfigResource", "ConfigSource", "ConfigSynonym", "CreatedTopic", "INTERNAL_TOPICS",
+           "KafkaAdminError", "NewPartitions", "NewTopic", "PartitionInfo", "PartitionReassignment",
+           "ResourceType", "TopicDescription", "TopicListing", "java_exception_name"]
