@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what kafkalike needs on Debian 12, skipping whatever is already there.
-#   scripts/setup.sh          ZooKeeper and Java (zk/install.sh), then `pip install -e .`
-#   scripts/setup.sh --test   also kcat and the test extras: `pip install -e '.[test]'`
+#   scripts/setup.sh          ZooKeeper and Java (zk/install.sh), kcat, then `pip install -e .`
+#   scripts/setup.sh --test   also the test extras: `pip install -e '.[test]'`
 # PYTHON picks the interpreter (default python3). Safe to run again and again: with
 # everything in place it makes no network call.
 set -euo pipefail
@@ -11,9 +11,9 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 PYTHON=${PYTHON:-python3}
 
 extras=()
-debs=()
+debs=(kcat)   # the demo and the interop tests use it as an independent client
 case "${1:-}" in
-    --test) extras=(test); debs+=(kcat) ;;
+    --test) extras=(test) ;;
     "") ;;
     *) echo "usage: $0 [--test]" >&2; exit 2 ;;
 esac

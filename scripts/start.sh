@@ -1,47 +1,58 @@
 #!/usr/bin/env bash
-# The main job, for now. Installs what is missing, starts a standalone ZooKeeper in the
-# background from config/zookeeper.properties (unless one already serves there), then
-# shows what kafkalike can do so far: it writes a topic partition log with its own
-# record and storage layers, prints it with bin/kafka-dump-log.sh, and lists
-# ZooKeeper's root with bin/zookeeper-shell.sh. The broker comes later; this script
-# will start it too. Stop ZooKeeper with bin/zookeeper-server-stop.sh.
+# The main job: install what is missing, start ZooKeeper and one broker on this machine
+# (both in the background, from config/zookeeper.properties and config/server.properties),
+# then a short demo: bin/kafka-topics.sh creates, lists, describes and alters a topic,
+# kcat (an independent Kafka client) produces and consumes records, and
+# bin/kafka-dump-log.sh shows the segment file the broker wrote.
+# Stop with bin/kafka-server-stop.sh and bin/zookeeper-server-stop.sh.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 PYTHON=${PYTHON:-python3}
+export LOG_DIR=${LOG_DIR:-$repo/logs}
 . zk/env.sh
 
 bash scripts/setup.sh
 
 zk_config=config/zookeeper.properties
 zk_port=$(sed -n 's/^clientPort=\([0-9]*\).*/\1/p' "$zk_config")
-pid_file=${LOG_DIR:-$repo/logs}/zookeeper.pid
-
 echo "== ZooKeeper on localhost:$zk_port"
 if mode=$(zk_mode 127.0.0.1 "$zk_port"); then
     echo "already serving ($mode)"
 else
-    if ! { [ -f "$pid_file" ] && zk_is_server_pid "$(cat "$pid_file")"; }; then
-        bin/zookeeper-server-start.sh -daemon "$zk_config"
-        echo "started (pid $(cat "$pid_file"), output in logs/zookeeper.out)"
-    fi
-    echo "serving ($(zk_wait_serving 127.0.0.1 "$zk_port" 30))"
+    bin/zookeeper-server-start.sh -daemon "$zk_config"
+    echo "serving ($(zk_wait_serving 127.0.0.1 "$zk_port" 60))"
 fi
 
-demo_dir=${DEMO_LOG_DIR:-/tmp/kafkalike-demo}
+bootstrap=localhost:9092
 echo
-echo "== A topic partition log written by kafkalike.records and kafkalike.storage"
-"$PYTHON" scripts/demo.py --log-dir "$demo_dir" --topic demo --partition 0
-
-echo
-echo "== bin/kafka-dump-log.sh --print-data-log --files $demo_dir/demo-0/00000000000000000000.log"
-if [ ! -x bin/kafka-dump-log.sh ]; then
-    echo "bin/kafka-dump-log.sh is missing" >&2
-    exit 1
+echo "== Broker (bin/kafka-server-start.sh -daemon config/server.properties)"
+if "$PYTHON" scripts/wait_broker.py "$bootstrap" --timeout 1 >/dev/null 2>&1; then
+    echo "already serving on $bootstrap"
+else
+    bin/kafka-server-start.sh -daemon config/server.properties
+    "$PYTHON" scripts/wait_broker.py "$bootstrap" --timeout 60
 fi
-bin/kafka-dump-log.sh --print-data-log --files "$demo_dir/demo-0/00000000000000000000.log"
+
+topic=kafkalike-demo
+run() { echo; echo "\$ $*"; "$@"; }
+run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --create --if-not-exists --topic "$topic" \
+    --partitions 3 --replication-factor 1 --config retention.ms=86400000
+run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --list
+run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --describe --topic "$topic"
 
 echo
-echo "== bin/zookeeper-shell.sh localhost:$zk_port ls /"
-bin/zookeeper-shell.sh "localhost:$zk_port" ls /
+echo "\$ printf 'k1:hello\nk2:from\nk3:kafkalike\n' | kcat -b $bootstrap -t $topic -P -K: -p 0 -z snappy"
+printf 'k1:hello\nk2:from\nk3:kafkalike\n' | kcat -b "$bootstrap" -t "$topic" -P -K: -p 0 -z snappy
+run kcat -b "$bootstrap" -t "$topic" -p 0 -C -e -o beginning -f 'offset %o  key %k  value %s\n'
+
+run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --alter --topic "$topic" --partitions 4
+run bin/kafka-topics.sh --zookeeper "localhost:$zk_port" --describe --topic "$topic"
+
+log_dir=$(sed -n 's/^log\.dirs=//p' config/server.properties)
+run bin/kafka-dump-log.sh --print-data-log --files "$log_dir/$topic-0/00000000000000000000.log"
+
+echo
+echo "ZooKeeper and the broker keep running (logs in $LOG_DIR)."
+echo "Stop them with: bin/kafka-server-stop.sh; bin/zookeeper-server-stop.sh"
