@@ -122,6 +122,7 @@ def test_responses_keep_request_order_while_a_handler_waits():
 
 def test_unsupported_version_gets_unsupported_version_error():
     from kafkalike.broker.registry import generic_error_response
+    saved = HANDLERS[3]
     # Metadata served from v4 only: a v1 request is answered, with UNSUPPORTED_VERSION.
     HANDLERS[3] = Registration(APIS[3], 4, 11, lambda ctx, req: MetadataResponse(),
                                generic_error_response)
@@ -131,4 +132,4 @@ def test_unsupported_version_gets_unsupported_version_error():
         [(corr, resp)] = responses(transport, (3, 1))
         assert resp.topics[0].error_code == ErrorCode.UNSUPPORTED_VERSION
     finally:
-        del HANDLERS[3]
+        HANDLERS[3] = saved

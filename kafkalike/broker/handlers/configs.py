@@ -45,7 +45,11 @@ def _check_topic(server, name: str) -> None:
 
 
 @handler(32)
-def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest):
+    return defer.ensureDeferred(_describe_configs(ctx, request))
+
+
+async def _describe_configs(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     server = ctx.server
     results = []
     for res in request.resources:
@@ -54,7 +58,12 @@ def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest
             wanted = None if res.configuration_keys is None else set(res.configuration_keys)
             if res.resource_type == TOPIC:
                 _check_topic(server, res.resource_name)
-                entries = [_topic_entry(e, ctx.version, request) for e in server.describe_topic_configs(res.resource_name)]
+                # Read from ZooKeeper, as Kafka does: a describe right after an alter must
+                # see it, even before the change notification has reached this broker.
+                overrides = await server.zk.get_entity_configs(ConfigType.TOPIC, res.resource_name)
+                effective = LogConfig.from_props(overrides, server.default_log_config, strict=False)
+                entries = [_topic_entry(e, ctx.version, request)
+                           for e in topic_configs.describe(server.config, overrides, effective)]
             elif res.resource_type == BROKER:
                 _check_broker_name(server, res.resource_name)
                 entries = [_broker_entry(e, ctx.version, request) for e in server.config.describe_all()]
