@@ -1,8 +1,11 @@
-"""One partition replica on this broker: its log, its role, and its high watermark.
+"""One partition replica on this broker: its log, its role, its ISR and high watermark.
 
 The leader owns the high watermark: the lowest log end offset among the in-sync
 replicas. Consumers read only below it; followers read to the log end. Followers'
-positions arrive through their fetches (update_follower_position).
+positions arrive through their fetches. ISR changes are proposed to the controller
+(AlterIsr, as Kafka 2.8 does); while a proposal that adds replicas is in flight the
+leader already counts them for the high watermark ("maximal ISR", KIP-497), and a
+proposal that removes replicas takes effect only once the controller accepts it.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ class FollowerState:
     log_end_offset: int = -1
     last_caught_up_ms: int = 0
     last_fetch_ms: int = 0
+    last_fetch_leader_leo: int = -1
 
 
 @dataclass
@@ -33,6 +37,7 @@ class Partition:
     controller_epoch: int = -1
     replicas: list[int] = field(default_factory=list)
     isr: list[int] = field(default_factory=list)
+    pending_isr: list[int] | None = None    # proposed to the controller, not yet accepted
     followers: dict[int, FollowerState] = field(default_factory=dict)
 
     @property
@@ -48,6 +53,12 @@ class Partition:
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.broker_id
+
+    @property
+    def maximal_isr(self) -> list[int]:
+        if self.pending_isr is None:
+            return self.isr
+        return self.isr + [r for r in self.pending_isr if r not in self.isr]
 
     # -- role changes (from LeaderAndIsr) ---------------------------------------------
 
@@ -78,6 +89,7 @@ class Partition:
         self.controller_epoch = state.controller_epoch
         self.replicas = list(state.replicas)
         self.isr = list(state.isr)
+        self.pending_isr = None
 
     # -- leader side ------------------------------------------------------------------
 
@@ -102,26 +114,59 @@ class Partition:
         self.maybe_increment_high_watermark()
         return info
 
-    def update_follower_position(self, replica_id: int, log_end_offset: int, now_ms: int) -> bool:
-        """Record a follower's fetch position; True if the high watermark moved."""
+    def update_follower_position(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
+        """Record a follower's fetch position; True if the high watermark moved.
+
+        A follower is caught up when it fetches at the leader's log end, or at the log
+        end the leader had at its previous fetch (then it was caught up back then):
+        Kafka's lastCaughtUpTimeMs rule.
+        """
         state = self.followers.get(replica_id)
         if state is None:
             return False
-        state.log_end_offset = log_end_offset
-        state.last_fetch_ms = now_ms
-        if log_end_offset >= self.log.log_end_offset:
+        leo = self.log.log_end_offset
+        if fetch_offset >= leo:
             state.last_caught_up_ms = now_ms
+        elif fetch_offset >= state.last_fetch_leader_leo >= 0:
+            state.last_caught_up_ms = max(state.last_caught_up_ms, state.last_fetch_ms)
+        state.log_end_offset = fetch_offset
+        state.last_fetch_ms = now_ms
+        state.last_fetch_leader_leo = leo
         return self.maybe_increment_high_watermark()
 
     def maybe_increment_high_watermark(self) -> bool:
         if not self.is_leader:
             return False
-        leo = self.log.log_end_offset
-        candidates = [leo]
-        for rid in self.isr:
+        candidates = [self.log.log_end_offset]
+        for rid in self.maximal_isr:
             if rid != self.broker_id:
                 candidates.append(self.followers.get(rid, FollowerState()).log_end_offset)
         return self.log.maybe_increment_high_watermark(min(candidates))
+
+    def expansion_candidates(self) -> list[int]:
+        """Followers not in the ISR that have caught up to the high watermark and to
+        this leader's epoch (ISR expand rule)."""
+        if not self.is_leader or self.pending_isr is not None:
+            return []
+        latest = self.log.leader_epoch_cache.latest_entry
+        epoch_start = latest.start_offset if latest is not None else 0
+        return [rid for rid, st in self.followers.items()
+                if rid not in self.isr and st.log_end_offset >= self.high_watermark
+                and st.log_end_offset >= epoch_start]
+
+    def out_of_sync(self, now_ms: int, lag_ms: int) -> list[int]:
+        """ISR followers that have not caught up for longer than replica.lag.time.max.ms."""
+        if not self.is_leader or self.pending_isr is not None:
+            return []
+        leo = self.log.log_end_offset
+        out = []
+        for rid in self.isr:
+            if rid == self.broker_id:
+                continue
+            st = self.followers.get(rid, FollowerState())
+            if st.log_end_offset != leo and now_ms - st.last_caught_up_ms > lag_ms:
+                out.append(rid)
+        return out
 
     def enough_replicas_reached(self, offset: int, min_insync: int) -> ErrorCode | None:
         """For acks=all: None while waiting, NONE when done, or an error."""
@@ -138,3 +183,14 @@ class Partition:
     def fetch_upper_bound(self, replica_id: int) -> int:
         """Consumers stop at the high watermark; followers read to the log end."""
         return self.log.log_end_offset if replica_id >= 0 else self.high_watermark
+
+    def diverging_epoch(self, last_fetched_epoch: int, fetch_offset: int) -> tuple[int, int] | None:
+        """Where a follower's history leaves ours (Fetch v12 DivergingEpoch), if it does."""
+        if last_fetched_epoch < 0:
+            return None
+        epoch, end = self.log.end_offset_for_epoch(last_fetched_epoch)
+        if epoch < 0:
+            return None
+        if epoch < last_fetched_epoch or end < fetch_offset:
+            return epoch, end
+        return None

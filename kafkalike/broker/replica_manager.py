@@ -57,6 +57,7 @@ class FetchSpec:
     max_bytes: int
     current_leader_epoch: int = -1
     log_start_offset: int = -1
+    last_fetched_epoch: int = -1
 
 
 @dataclass
@@ -66,6 +67,7 @@ class FetchResult:
     log_start_offset: int = -1
     records: object = b""
     log_end_offset: int = -1
+    diverging: tuple[int, int] | None = None
 
 
 @dataclass
@@ -141,9 +143,11 @@ class ReplicaManager:
         self.topic_config = topic_config    # topic -> LogConfig
         self.time_ms = time_ms
         self.partitions: dict[TopicPartition, Partition] = {}
+        self.replica_lag_ms = 30000
         self.produce_purgatory = Purgatory("Produce", clock)
         self.fetch_purgatory = Purgatory("Fetch", clock)
         self.controller_epoch = -1
+        self.alter_isr = None               # AlterIsrManager, set by the server
 
     def min_insync(self, topic: str) -> int:
         return self.topic_config(topic).min_insync_replicas
@@ -213,6 +217,21 @@ class ReplicaManager:
             if part is not None and part.is_leader:
                 if part.update_follower_position(params.replica_id, spec.fetch_offset, now):
                     self.on_high_watermark_moved(tp)
+                candidates = part.expansion_candidates()
+                if candidates and self.alter_isr is not None:
+                    self.alter_isr.submit(part, part.isr + candidates)
+
+    def shrink_isrs(self) -> None:
+        """Drop followers that fell behind for replica.lag.time.max.ms (periodic)."""
+        now = self.time_ms()
+        lag = self.replica_lag_ms
+        for part in list(self.partitions.values()):
+            out = part.out_of_sync(now, lag)
+            if out and self.alter_isr is not None:
+                log.info("[Partition %s-%d broker=%d] Shrinking ISR from %s to %s: out of sync %s",
+                         part.topic, part.index, self.broker_id, part.isr,
+                         [r for r in part.isr if r not in out], out)
+                self.alter_isr.submit(part, [r for r in part.isr if r not in out])
 
     def on_high_watermark_moved(self, tp: TopicPartition) -> None:
         self.produce_purgatory.check_and_complete(tp)
@@ -226,6 +245,11 @@ class ReplicaManager:
             try:
                 part = self.leader_partition(tp, known_topic)
                 part.check_leader_epoch(spec.current_leader_epoch)
+                diverging = part.diverging_epoch(spec.last_fetched_epoch, spec.fetch_offset)
+                if diverging is not None:
+                    results[tp] = FetchResult(ErrorCode.NONE, part.high_watermark, part.log.log_start_offset,
+                                              b"", part.log.log_end_offset, diverging)
+                    continue
                 upper = part.fetch_upper_bound(params.replica_id)
                 limit = min(spec.max_bytes, max(budget, 0))
                 data = part.log.read(spec.fetch_offset, limit, max_offset=upper,

@@ -16,10 +16,12 @@ from twisted.internet.endpoints import TCP4ServerEndpoint
 
 from kafkalike.broker import topic_configs
 from kafkalike.broker.admin_manager import AdminManager
+from kafkalike.broker.alter_isr import AlterIsrManager
 from kafkalike.broker.config import KafkaConfig
 from kafkalike.broker.metadata_cache import INTERNAL_TOPICS, MetadataCache
 from kafkalike.broker.network import KafkaServerFactory
 from kafkalike.broker.registry import load_handlers
+from kafkalike.broker.replica_fetcher import ReplicaFetcherManager
 from kafkalike.broker.replica_manager import ReplicaManager
 from kafkalike.controller.controller import KafkaController
 from kafkalike.protocol.errors import ErrorCode
@@ -121,6 +123,9 @@ class KafkaServer:
             scheduler=lambda ms, fn: reactor.callLater(ms / 1000.0, reactor.callInThread, fn))
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.reactor,
                                               self.topic_config, self.time_ms)
+        self.replica_manager.replica_lag_ms = cfg.get("replica.lag.time.max.ms")
+        self.alter_isr = self.replica_manager.alter_isr = AlterIsrManager(self)
+        self.fetchers = ReplicaFetcherManager(self)
         load_handlers()
         await self._listen()
         self.zk.add_session_listener(self._on_session_event)
@@ -220,6 +225,7 @@ class KafkaServer:
         every(cfg.get("log.flush.offset.checkpoint.interval.ms"),
               self.log_manager.checkpoint_recovery_points_and_log_start_offsets)
         every(cfg.get("log.retention.check.interval.ms"), self.log_manager.cleanup_logs)
+        every(cfg.get("replica.lag.time.max.ms") // 2, self.replica_manager.shrink_isrs)
         every(cfg.get("log.flush.scheduler.interval.ms"),
               lambda: threads.deferToThread(self.log_manager.flush_dirty_logs))
 
@@ -251,6 +257,7 @@ class KafkaServer:
             self.topic_overrides.update(await self.zk.get_topic_configs(new_topics))
         outcome: dict = {}
         now = self.time_ms()
+        leaders = {b.broker_id: (b.host_name, b.port) for b in request.live_leaders}
         for topic, _topic_id, states in groups:
             for s in states:
                 tp = (topic, s.partition_index)
@@ -262,9 +269,13 @@ class KafkaServer:
                     if s.leader == self.broker_id:
                         ok = part.make_leader(s, now)
                         role = "leader"
+                        if ok:
+                            self.fetchers.remove(tp)
                     else:
                         ok = part.make_follower(s)
                         role = "follower"
+                        if ok:
+                            self._follow(tp, s, leaders)
                     if not ok:
                         outcome[tp] = ErrorCode.STALE_CONTROLLER_EPOCH
                         continue
@@ -278,9 +289,23 @@ class KafkaServer:
                     outcome[tp] = ErrorCode.KAFKA_STORAGE_ERROR
         return outcome
 
+    def _follow(self, tp, state, leaders: dict) -> None:
+        """Fetch from the new leader, found in the request's live leaders or our metadata."""
+        self.fetchers.remove(tp)
+        address = leaders.get(state.leader)
+        if address is None:
+            info = self.metadata_cache.brokers.get(state.leader)
+            ep = info.endpoint(self.config.inter_broker_listener_name) if info else None
+            address = (ep.host, ep.port) if ep else None
+        if address is None or state.leader < 0:
+            state_log.info("[Broker id=%d] No live leader for %s-%d; not fetching", self.broker_id, *tp)
+            return
+        self.fetchers.add(tp, state.leader, address[0], address[1], state.leader_epoch)
+
     def stop_replicas(self, items) -> dict:
         errors = {}
         for topic, partition, delete in items:
+            self.fetchers.remove((topic, partition))
             try:
                 self.replica_manager.remove_partition((topic, partition), delete)
                 if delete and not any(t == topic for t, _ in self.replica_manager.partitions):
@@ -313,6 +338,8 @@ class KafkaServer:
         if self.controller is not None:
             self.controller.shutdown()
         if self.replica_manager is not None:
+            self.fetchers.shutdown()
+            self.alter_isr.shutdown()
             self.replica_manager.shutdown()
         if self.log_manager is not None:
             await threads.deferToThread(self.log_manager.shutdown)

@@ -396,6 +396,60 @@ class KafkaController:
                                   self.broker_id, self.ctx.epoch, tp.topic, tp.partition, exc)
         return list(ok)
 
+    # -- requests from brokers ------------------------------------------------------------
+
+    def alter_isr(self, request) -> defer.Deferred:
+        """AlterIsr from a partition leader, handled in turn on the event queue."""
+        d = defer.Deferred()
+        self.put("AlterIsrReceived", self._alter_isr, request, d)
+        return d
+
+    async def _alter_isr(self, request, d: defer.Deferred) -> None:
+        from kafkalike.protocol.errors import ErrorCode
+        from kafkalike.protocol.messages.alter_isr import AlterIsrResponse
+        if not self.active:
+            d.callback(AlterIsrResponse(error_code=int(ErrorCode.NOT_CONTROLLER)))
+            return
+        if self.ctx.broker_epochs.get(request.broker_id) != request.broker_epoch:
+            d.callback(AlterIsrResponse(error_code=int(ErrorCode.STALE_BROKER_EPOCH)))
+            return
+        errors: dict = {}
+        changed = {}
+        for t in request.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, p.partition_index)
+                current = self.ctx.leadership.get(tp)
+                if current is None or t.name in self.ctx.topics_to_delete:
+                    errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                elif p.leader_epoch < current.leader_epoch or current.leader != request.broker_id:
+                    errors[tp] = ErrorCode.FENCED_LEADER_EPOCH
+                elif p.current_isr_version != current.zk_version:
+                    errors[tp] = ErrorCode.INVALID_UPDATE_VERSION
+                elif any(r not in self.ctx.assignments[tp] for r in p.new_isr):
+                    errors[tp] = ErrorCode.INVALID_REQUEST
+                else:
+                    changed[tp] = LeaderIsrAndControllerEpoch(current.leader, current.leader_epoch,
+                                                              tuple(p.new_isr), self.ctx.epoch, current.zk_version)
+        written = await self._write_states(changed) if changed else []
+        for tp in changed:
+            if tp not in written:
+                errors[tp] = ErrorCode.INVALID_UPDATE_VERSION
+        topics: dict = {}
+        for t in request.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, p.partition_index)
+                entry = AlterIsrResponse.PartitionData(partition_index=p.partition_index,
+                                                       error_code=int(errors.get(tp, ErrorCode.NONE)))
+                state = self.ctx.leadership.get(tp)
+                if tp not in errors and state is not None:
+                    entry.leader_id, entry.leader_epoch = state.leader, state.leader_epoch
+                    entry.isr, entry.current_isr_version = list(state.isr), state.zk_version
+                topics.setdefault(t.name, []).append(entry)
+        d.callback(AlterIsrResponse(error_code=0, topics=[
+            AlterIsrResponse.TopicData(name=n, partitions=ps) for n, ps in topics.items()]))
+        if written:
+            self._send_update_metadata(self.ctx.live_ids, written)
+
     # -- sending ------------------------------------------------------------------------
 
     def _send_update_metadata(self, brokers, partitions, deleting=frozenset()) -> None:

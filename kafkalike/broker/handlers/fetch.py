@@ -28,7 +28,8 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest):
             tp = (t.topic, p.partition)
             order.append(tp)
             params.partitions[tp] = FetchSpec(p.fetch_offset, p.partition_max_bytes,
-                                              p.current_leader_epoch, p.log_start_offset)
+                                              p.current_leader_epoch, p.log_start_offset,
+                                              p.last_fetched_epoch)
     result = server.replica_manager.fetch(params, server.metadata_cache.contains)
     if isinstance(result, defer.Deferred):
         return result.addCallback(_answer, order, ctx.version)
@@ -47,4 +48,7 @@ def _answer(results, order, version: int) -> FetchResponse:
             last_stable_offset=r.high_watermark, log_start_offset=r.log_start_offset,
             aborted_transactions=None,
             record_set=r.records if ok and r.records is not None else b""))
+        if r.diverging is not None:
+            part = topics[-1].partition_responses[-1]
+            part.diverging_epoch = FetchResponse.EpochEndOffset(epoch=r.diverging[0], end_offset=r.diverging[1])
     return FetchResponse(error_code=0, session_id=0, responses=topics)

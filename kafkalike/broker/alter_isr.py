@@ -1,0 +1,105 @@
+"""Leaders propose ISR changes to the controller with AlterIsr (API 56, Kafka 2.8).
+
+Proposals are batched per reactor turn and sent over one connection to the current
+controller; one proposal per partition may be in flight. The controller answers with
+the state it wrote (ISR and new zkVersion); an error leaves the partition as it was
+until the next LeaderAndIsr, as Kafka's AlterIsrManager does.
+"""
+from __future__ import annotations
+
+import logging
+
+from twisted.internet import defer, task
+
+from kafkalike.broker import outbound
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.alter_isr import AlterIsrRequest
+
+log = logging.getLogger("kafka.server.AlterIsrManager")
+RETRY_BACKOFF_S = 0.5
+
+
+class AlterIsrManager:
+    def __init__(self, server):
+        self.server = server
+        self.unsent: dict[tuple[str, int], object] = {}
+        self.conn: outbound.OutboundConnection | None = None
+        self.conn_to: int | None = None
+        self.sending = False
+
+    def submit(self, partition, new_isr: list[int]) -> bool:
+        """Propose `new_isr` for a partition this broker leads; False if one is pending."""
+        if partition.pending_isr is not None or sorted(new_isr) == sorted(partition.isr):
+            return False
+        partition.pending_isr = list(new_isr)
+        self.unsent[partition.tp] = partition
+        log.info("[Partition %s-%d broker=%d] Proposing ISR change from %s to %s", partition.topic,
+                 partition.index, self.server.broker_id, partition.isr, new_isr)
+        if not self.sending:
+            self.sending = True
+            self.server.reactor.callLater(0, lambda: defer.ensureDeferred(self._send_loop()))
+        return True
+
+    async def _send_loop(self) -> None:
+        try:
+            while self.unsent and not self.server.shutting_down:
+                batch, self.unsent = self.unsent, {}
+                try:
+                    response = await self._send(batch)
+                except Exception as exc:
+                    log.warning("AlterIsr to the controller failed (%s); retrying", exc)
+                    self.conn = None
+                    for tp, part in batch.items():
+                        self.unsent.setdefault(tp, part)
+                    await task.deferLater(self.server.reactor, RETRY_BACKOFF_S, lambda: None)
+                    continue
+                self._apply(batch, response)
+        finally:
+            self.sending = False
+
+    async def _send(self, batch):
+        controller = self.server.metadata_cache.controller_id
+        info = self.server.metadata_cache.brokers.get(controller)
+        ep = info.endpoint(self.server.config.inter_broker_listener_name) if info else None
+        if ep is None:
+            raise ConnectionError("no controller known")
+        if self.conn is None or self.conn_to != controller:
+            if self.conn is not None:
+                self.conn.close()
+            self.conn = await outbound.connect(ep.host, ep.port, f"broker-{self.server.broker_id}-alter-isr",
+                                               self.server.reactor, timeout=5)
+            self.conn_to = controller
+        topics: dict[str, list] = {}
+        for (topic, p), part in batch.items():
+            topics.setdefault(topic, []).append(AlterIsrRequest.PartitionData(
+                partition_index=p, leader_epoch=part.leader_epoch, new_isr=list(part.pending_isr),
+                current_isr_version=part.zk_version))
+        request = AlterIsrRequest(broker_id=self.server.broker_id, broker_epoch=self.server.broker_epoch,
+                                  topics=[AlterIsrRequest.TopicData(name=t, partitions=ps)
+                                          for t, ps in topics.items()])
+        return await self.conn.request(request, 0)
+
+    def _apply(self, batch, response) -> None:
+        results = {(t.name, p.partition_index): p for t in response.topics for p in t.partitions}
+        for tp, part in batch.items():
+            part.pending_isr = None
+            result = results.get(tp)
+            code = ErrorCode(response.error_code or (result.error_code if result else ErrorCode.UNKNOWN_SERVER_ERROR))
+            if code != ErrorCode.NONE:
+                log.info("[Partition %s-%d] Controller rejected ISR change: %s", tp[0], tp[1], code.name)
+                continue
+            if result.leader_epoch != part.leader_epoch:
+                continue    # a LeaderAndIsr overtook the answer; it is newer
+            part.isr = list(result.isr)
+            part.zk_version = result.current_isr_version
+            log.info("[Partition %s-%d broker=%d] ISR updated to %s and zkVersion updated to %d",
+                     tp[0], tp[1], self.server.broker_id, part.isr, part.zk_version)
+            if part.maybe_increment_high_watermark():
+                self.server.replica_manager.on_high_watermark_moved(tp)
+            else:
+                self.server.replica_manager.produce_purgatory.check_and_complete(tp)
+
+    def shutdown(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None

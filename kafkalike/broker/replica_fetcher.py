@@ -1,0 +1,192 @@
+"""Followers copy their leaders' logs: one fetcher per source broker.
+
+A fetcher long-polls the leader with Fetch v12 carrying this broker's id as replica id,
+appends what comes back with the leader's offsets, and takes the leader's high
+watermark. Divergence after a leader change is found the 2.7+ way: each request says
+the epoch of the last batch we hold (last_fetched_epoch); when the leader's history
+differs it answers with DivergingEpoch and we truncate to where the two agree before
+fetching again, so replicas never keep a tail the leader does not have.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from twisted.internet import defer, task
+
+from kafkalike.broker import outbound
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.fetch import FetchRequest
+
+log = logging.getLogger("kafka.server.ReplicaFetcherThread")
+FETCH_VERSION = 12
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class FetchState:
+    fetch_offset: int
+    leader_epoch: int
+
+
+class ReplicaFetcher:
+    def __init__(self, server, leader_id: int, host: str, port: int):
+        self.server = server
+        self.leader_id = leader_id
+        self.host, self.port = host, port
+        self.partitions: dict[TopicPartition, FetchState] = {}
+        self.conn: outbound.OutboundConnection | None = None
+        self.running = False
+        self.stopped = False
+        cfg = server.config
+        self.max_wait_ms = cfg.get("replica.fetch.wait.max.ms")
+        self.min_bytes = cfg.get("replica.fetch.min.bytes")
+        self.max_bytes = cfg.get("replica.fetch.response.max.bytes")
+        self.partition_max_bytes = cfg.get("replica.fetch.max.bytes")
+        self.backoff_s = cfg.get("replica.fetch.backoff.ms") / 1000.0
+        self.name = f"ReplicaFetcherThread-0-{leader_id}"
+
+    def add(self, tp: TopicPartition, state: FetchState) -> None:
+        self.partitions[tp] = state
+        if not self.running and not self.stopped:
+            self.running = True
+            defer.ensureDeferred(self._run()).addErrback(
+                lambda f: log.error("[%s] stopped: %s", self.name, f.getTraceback()))
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.partitions.pop(tp, None)
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.partitions.clear()
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    async def _run(self) -> None:
+        reactor = self.server.reactor
+        try:
+            while self.partitions and not self.stopped:
+                try:
+                    if self.conn is None:
+                        self.conn = await outbound.connect(self.host, self.port, f"broker-{self.server.broker_id}-fetcher-0",
+                                                           reactor, timeout=5)
+                    sent = dict(self.partitions)
+                    response = await self.conn.request(self._request(sent), FETCH_VERSION)
+                except Exception as exc:
+                    if self.stopped:
+                        return
+                    log.warning("[%s] Error in fetch from broker %d at %s:%d: %s", self.name,
+                                self.leader_id, self.host, self.port, exc)
+                    self.conn = None
+                    await task.deferLater(reactor, self.backoff_s, lambda: None)
+                    continue
+                if self._process(sent, response):
+                    await task.deferLater(reactor, self.backoff_s, lambda: None)
+        finally:
+            self.running = False
+
+    def _request(self, sent: dict[TopicPartition, FetchState]) -> FetchRequest:
+        by_topic: dict[str, list] = {}
+        rm = self.server.replica_manager
+        for (topic, p), state in sent.items():
+            part = rm.partitions.get((topic, p))
+            last_epoch = part.log.leader_epoch_cache.latest_epoch if part is not None else None
+            by_topic.setdefault(topic, []).append(FetchRequest.FetchPartition(
+                partition=p, current_leader_epoch=state.leader_epoch, fetch_offset=state.fetch_offset,
+                last_fetched_epoch=-1 if last_epoch is None else last_epoch,
+                log_start_offset=part.log.log_start_offset if part is not None else -1,
+                partition_max_bytes=self.partition_max_bytes))
+        return FetchRequest(replica_id=self.server.broker_id, max_wait_ms=self.max_wait_ms,
+                            min_bytes=self.min_bytes, max_bytes=self.max_bytes, isolation_level=0,
+                            session_id=0, session_epoch=-1,
+                            topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()])
+
+    def _process(self, sent, response) -> bool:
+        """Apply one fetch response; True when the fetcher should back off."""
+        rm = self.server.replica_manager
+        backoff = False
+        for topic_resp in response.responses:
+            for pr in topic_resp.partition_responses:
+                tp = (topic_resp.topic, pr.partition)
+                state = self.partitions.get(tp)
+                part = rm.partitions.get(tp)
+                if state is None or part is None or state is not sent.get(tp):
+                    continue          # removed or re-added while the request was out
+                error = ErrorCode(pr.error_code)
+                try:
+                    if error == ErrorCode.NONE:
+                        self._apply(tp, part, state, pr)
+                    elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
+                        self._out_of_range(tp, part, state, pr)
+                    elif error in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                   ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_LEADER_EPOCH):
+                        # The leader moved or does not know yet: wait for the controller.
+                        backoff = True
+                    else:
+                        log.warning("[%s] Error for partition %s-%d at offset %d: %s", self.name,
+                                    tp[0], tp[1], state.fetch_offset, error.name)
+                        backoff = True
+                except Exception:
+                    log.exception("[%s] Unexpected error processing %s-%d", self.name, *tp)
+                    backoff = True
+        return backoff
+
+    def _apply(self, tp, part, state: FetchState, pr) -> None:
+        log_ = part.log
+        diverging = pr.diverging_epoch
+        if diverging.epoch >= 0:
+            _, own_end = log_.end_offset_for_epoch(diverging.epoch)
+            target = diverging.end_offset if own_end < 0 else min(diverging.end_offset, own_end)
+            log.info("[%s] Truncating partition %s-%d to offset %d (leader epoch %d ends at %d there)",
+                     self.name, tp[0], tp[1], target, diverging.epoch, diverging.end_offset)
+            log_.truncate_to(max(target, log_.log_start_offset))
+            state.fetch_offset = log_.log_end_offset
+            return
+        records = pr.record_set
+        if records:
+            info = log_.append_as_follower(records)
+            if info.batch_count:
+                state.fetch_offset = info.last_offset + 1
+        log_.update_high_watermark(min(pr.high_watermark, log_.log_end_offset))
+        if pr.log_start_offset > log_.log_start_offset:
+            log_.maybe_increment_log_start_offset(min(pr.log_start_offset, log_.high_watermark))
+
+    def _out_of_range(self, tp, part, state: FetchState, pr) -> None:
+        """The leader's log starts after or ends before our position (KIP-101 rules)."""
+        log_ = part.log
+        leader_end = pr.high_watermark  # a lower bound of the leader's end offset
+        if pr.log_start_offset >= 0 and state.fetch_offset < pr.log_start_offset:
+            log.info("[%s] Partition %s-%d: our offset %d is below the leader's log start %d; "
+                     "starting over there", self.name, tp[0], tp[1], state.fetch_offset, pr.log_start_offset)
+            log_.truncate_fully_and_start_at(pr.log_start_offset)
+        elif leader_end >= 0 and state.fetch_offset > leader_end:
+            log_.truncate_to(leader_end)
+        state.fetch_offset = log_.log_end_offset
+
+
+class ReplicaFetcherManager:
+    def __init__(self, server):
+        self.server = server
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+
+    def add(self, tp: TopicPartition, leader_id: int, host: str, port: int, leader_epoch: int) -> None:
+        self.remove(tp)
+        fetcher = self.fetchers.get(leader_id)
+        if fetcher is not None and (fetcher.host, fetcher.port) != (host, port):
+            fetcher.stop()
+            fetcher = None
+        if fetcher is None:
+            fetcher = self.fetchers[leader_id] = ReplicaFetcher(self.server, leader_id, host, port)
+        part = self.server.replica_manager.partitions[tp]
+        fetcher.add(tp, FetchState(part.log.log_end_offset, leader_epoch))
+
+    def remove(self, tp: TopicPartition) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.remove(tp)
+
+    def shutdown(self) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.stop()
+        self.fetchers.clear()
