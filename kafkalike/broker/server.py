@@ -319,6 +319,39 @@ class KafkaServer:
         self.metadata_cache.update(request, version)
         self.admin.on_metadata_update()
 
+    async def _controlled_shutdown(self) -> None:
+        """Ask the controller to move our leaderships away first (Kafka's controlled
+        shutdown), so clients never see this broker's partitions offline."""
+        from kafkalike.broker import outbound
+        from kafkalike.protocol.messages.controlled_shutdown import ControlledShutdownRequest
+        retries = self.config.get("controlled.shutdown.max.retries")
+        backoff = self.config.get("controlled.shutdown.retry.backoff.ms") / 1000.0
+        for attempt in range(1, retries + 1):
+            info = self.metadata_cache.brokers.get(self.metadata_cache.controller_id)
+            ep = info.endpoint(self.config.inter_broker_listener_name) if info else None
+            try:
+                if ep is None:
+                    raise ConnectionError("no controller known")
+                conn = await outbound.connect(ep.host, ep.port, f"broker-{self.broker_id}-shutdown",
+                                              self.reactor, timeout=5)
+                try:
+                    resp = await conn.request(ControlledShutdownRequest(
+                        broker_id=self.broker_id, broker_epoch=self.broker_epoch), 3)
+                finally:
+                    conn.close()
+                if resp.error_code == 0 and not resp.remaining_partitions:
+                    log.info("Controlled shutdown request returned successfully after %d attempt(s)", attempt)
+                    return
+                log.info("Remaining partitions to move: %s (error %s)",
+                         ",".join(f"{p.topic_name}-{p.partition_index}" for p in resp.remaining_partitions),
+                         ErrorCode(resp.error_code).name)
+            except Exception as exc:
+                log.warning("Error during controlled shutdown, possibly because leader movement took "
+                            "longer than the configured controller.socket.timeout.ms: %s", exc)
+            if attempt < retries:
+                await task.deferLater(self.reactor, backoff, lambda: None)
+        log.warning("Proceeding to do an unclean shutdown as all the controlled shutdown attempts failed")
+
     # -- shutdown -----------------------------------------------------------------------
 
     async def shutdown(self) -> None:
@@ -326,6 +359,8 @@ class KafkaServer:
             return
         self.shutting_down = True
         log.info("[KafkaServer id=%d] shutting down", self.broker_id)
+        if self.controller is not None and self.config.get("controlled.shutdown.enable"):
+            await self._controlled_shutdown()
         for loop in self._tasks:
             if loop.running:
                 loop.stop()

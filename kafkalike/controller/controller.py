@@ -450,6 +450,54 @@ class KafkaController:
         if written:
             self._send_update_metadata(self.ctx.live_ids, written)
 
+    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> defer.Deferred:
+        """Deferred[(ErrorCode, remaining partitions)] for a broker about to stop."""
+        d = defer.Deferred()
+        self.put("ControlledShutdown", self._controlled_shutdown, broker_id, broker_epoch, d)
+        return d
+
+    async def _controlled_shutdown(self, broker_id: int, broker_epoch: int, d: defer.Deferred) -> None:
+        from kafkalike.protocol.errors import ErrorCode
+        if not self.active:
+            d.callback((ErrorCode.NOT_CONTROLLER, []))
+            return
+        if broker_id not in self.ctx.live_brokers:
+            d.callback((ErrorCode.BROKER_NOT_AVAILABLE, []))
+            return
+        if broker_epoch not in (-1, self.ctx.broker_epochs.get(broker_id)):
+            d.callback((ErrorCode.STALE_BROKER_EPOCH, []))
+            return
+        log.info("[Controller id=%d] Shutting down broker %d", self.broker_id, broker_id)
+        self.ctx.shutting_down.add(broker_id)
+        moved = {}
+        shrunk = {}
+        for tp, s in self.ctx.leadership.items():
+            if tp.topic in self.ctx.topics_to_delete or broker_id not in self.ctx.assignments[tp]:
+                continue
+            if s.leader == broker_id:
+                candidates = [r for r in self.ctx.assignments[tp] if r in s.isr and r in self.ctx.live_brokers
+                              and r not in self.ctx.shutting_down]
+                if candidates:
+                    isr = [r for r in s.isr if r not in self.ctx.shutting_down]
+                    moved[tp] = LeaderIsrAndControllerEpoch(candidates[0], s.leader_epoch + 1, tuple(isr),
+                                                            self.ctx.epoch, s.zk_version)
+            elif broker_id in s.isr and len(s.isr) > 1:
+                shrunk[tp] = LeaderIsrAndControllerEpoch(s.leader, s.leader_epoch + 1,
+                                                         tuple(r for r in s.isr if r != broker_id),
+                                                         self.ctx.epoch, s.zk_version)
+        written = await self._write_states({**moved, **shrunk}) if (moved or shrunk) else []
+        if written:
+            self._send_leader_and_isr_to_replicas(written)
+            self._send_update_metadata(self.ctx.live_ids, written)
+        followed = [tp for tp in written if tp in shrunk]
+        if followed and self.channels is not None:
+            self.channels.send(broker_id, reqs.stop_replica(self.ctx, self.broker_id, broker_id, followed, False),
+                               reqs.STOP_REPLICA_VERSION)
+        # As Kafka: only replicated partitions count; a single copy cannot move anywhere.
+        remaining = sorted(tp for tp, s in self.ctx.leadership.items()
+                           if s.leader == broker_id and len(self.ctx.assignments[tp]) > 1)
+        d.callback((ErrorCode.NONE, remaining))
+
     # -- sending ------------------------------------------------------------------------
 
     def _send_update_metadata(self, brokers, partitions, deleting=frozenset()) -> None:

@@ -90,3 +90,18 @@ def test_follower_loss_shrinks_the_isr_and_return_rejoins(zk_chroot):
     finally:
         cluster.kill()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_controlled_shutdown_moves_leaders_before_the_broker_stops(kafka_cluster):
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap})
+    admin.create_topics([NewTopic("cs", num_partitions=3, replication_factor=3)])["cs"].result(20)
+    wait_until(lambda: all(len(isr) == 3 for _, _, isr in describe(admin, "cs").values()), what="full ISR")
+    victim = describe(admin, "cs")[0][0]
+    kafka_cluster.broker(victim).stop()          # SIGTERM: controlled shutdown
+    others = AdminClient({"bootstrap.servers": ",".join(
+        b.bootstrap for b in kafka_cluster.brokers if b.broker_id != victim)})
+    state = describe(others, "cs")
+    assert all(leader not in (victim, -1) for leader, _, _ in state.values()), state
+    assert all(victim not in isr for _, _, isr in state.values()), state
+    log = (kafka_cluster.broker(victim).app_log_dir / "server.log").read_text()
+    assert "Controlled shutdown request returned successfully" in log

@@ -1,0 +1,21 @@
+"""ControlledShutdown (7): a stopping broker asks the controller to move its leaders away."""
+from __future__ import annotations
+
+from kafkalike.broker.registry import RequestContext, handler
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.controlled_shutdown import ControlledShutdownRequest, ControlledShutdownResponse
+
+
+@handler(7)
+def handle_controlled_shutdown(ctx: RequestContext, request: ControlledShutdownRequest):
+    controller = ctx.server.controller
+    if controller is None or not controller.active:
+        return ControlledShutdownResponse(error_code=int(ErrorCode.NOT_CONTROLLER))
+    d = controller.controlled_shutdown(request.broker_id, request.broker_epoch)
+
+    def answer(result) -> ControlledShutdownResponse:
+        error, remaining = result
+        return ControlledShutdownResponse(error_code=int(error), remaining_partitions=[
+            ControlledShutdownResponse.RemainingPartition(topic_name=tp.topic, partition_index=tp.partition)
+            for tp in remaining])
+    return d.addCallback(answer)
