@@ -274,8 +274,6 @@ def test_log_append_time_topic_stamps_broker_time(strict_broker, admin, topic_na
     assert stamps == sorted(stamps)
 
 
-@pytest.mark.xfail(strict=True, reason="the log stores the producer's codec; Kafka recompresses to the "
-                                       "topic's compression.type (reported to the lead: storage)")
 def test_topic_compression_type_is_what_is_stored(strict_broker, admin, topic_name):
     create_topic(admin, topic_name, 1, {"compression.type": "zstd"})
     samples = binary_samples(300, seed=13, base_timestamp=BASE_TS)

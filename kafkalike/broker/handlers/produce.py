@@ -10,6 +10,8 @@ from twisted.internet import defer
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.produce import ProduceRequest, ProduceResponse
+from kafkalike.records.convert import needs_recompression, recompress, target_codec
+from kafkalike.records.header import InvalidRecordError
 
 _Topic = ProduceResponse.TopicProduceResponse
 _Part = ProduceResponse.PartitionProduceResponse
@@ -33,7 +35,10 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest):
                 # Produce v3+ must carry record batch v2 (magic 2), as Kafka requires.
                 early[tp] = ErrorCode.INVALID_RECORD
             else:
-                entries[tp] = p.records
+                try:
+                    entries[tp] = _as_topic_stores_it(server, topic.name, p.records)
+                except InvalidRecordError:
+                    early[tp] = ErrorCode.CORRUPT_MESSAGE
     result = server.replica_manager.append_records(entries, request.acks, request.timeout_ms,
                                                    server.metadata_cache.contains)
     if request.acks == 0:
@@ -46,6 +51,14 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest):
     if isinstance(result, defer.Deferred):
         return result.addCallback(lambda res: _answer(request, res, None, early))
     return _answer(request, result, None, early)
+
+
+def _as_topic_stores_it(server, topic: str, records):
+    """Recompress for topics with a fixed compression.type, as Kafka does."""
+    codec = target_codec(server.topic_config(topic).compression_type)
+    if codec is None or not needs_recompression(records, codec):
+        return records
+    return recompress(records, codec)
 
 
 def _answer(request, results, all_error=None, early=None) -> ProduceResponse:
