@@ -5,6 +5,7 @@ import pytest
 
 from kafkalike.protocol import api
 from kafkalike.protocol.jsonspec import load, read_json
+from kafkalike.coordinator import schemas as offsets_topic_schemas
 from kafkalike.protocol.messages import consumer_protocol, headers
 from kafkalike.protocol.schema import MISSING, Field, Message
 from tests.reference import reference_dir
@@ -17,7 +18,7 @@ def _ours() -> dict[str, Message]:
     for spec in api.APIS.values():
         found[spec.request.SCHEMA.name] = spec.request.SCHEMA
         found[spec.response.SCHEMA.name] = spec.response.SCHEMA
-    for module in (headers, consumer_protocol):
+    for module in (headers, consumer_protocol, offsets_topic_schemas):
         for value in vars(module).values():
             if isinstance(value, Message):
                 found[value.name] = value
@@ -44,6 +45,8 @@ def _expected_files():
 
 
 FILES = _expected_files()
+INTERNAL = [reference_dir() / "kafka-internal-topics" / f"{n}.json"
+            for n in ("OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMetadataValue")]
 
 FIELD_ATTRS = ("name", "type", "versions", "nullable", "tagged", "tag", "default",
                "ignorable", "map_key", "entity_type", "flexible")
@@ -84,7 +87,7 @@ def test_reference_is_complete():
     assert len(FILES) == 56 * 2 + 4
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", FILES + INTERNAL, ids=lambda p: p.stem)
 def test_declaration_matches_kafka_json(path):
     theirs = load(path)
     assert theirs.name in OURS, f"no declaration for {theirs.name}"
