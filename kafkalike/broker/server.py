@@ -29,7 +29,7 @@ from kafkalike.storage.config import KEYS_BY_NAME, LogConfig
 from kafkalike.storage.manager import LogManager
 from kafkalike.storage.meta_properties import MetaProperties, read_meta_properties, write_meta_properties
 from kafkalike.zkdata import BrokerRegistration, EndPoint, KafkaZkClient
-from kafkalike.zkdata.events import NewSession
+from kafkalike.zkdata.events import NewSession, SessionExpired
 from kafkalike.zkdata.znodes import ConfigType
 
 log = logging.getLogger("kafka.server.KafkaServer")
@@ -205,9 +205,15 @@ class KafkaServer:
                  self.broker_epoch)
 
     def _on_session_event(self, event) -> None:
-        if isinstance(event, NewSession) and not self.shutting_down:
+        if self.shutting_down:
+            return
+        if isinstance(event, SessionExpired) and self.controller is not None:
+            self.controller.on_session_expired()
+        elif isinstance(event, NewSession):
             log.info("ZooKeeper session expired; registering broker %d again", self.broker_id)
             d = defer.ensureDeferred(self._register())
+            if self.controller is not None:
+                d.addCallback(lambda _: self.controller.on_reregistered())
             d.addErrback(lambda f: log.error("Re-registration failed: %s", f.getErrorMessage()))
 
     def _schedule(self) -> None:

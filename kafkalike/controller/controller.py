@@ -70,6 +70,18 @@ class KafkaController:
 
     # -- election ---------------------------------------------------------------------
 
+    def on_session_expired(self) -> None:
+        """Our ZooKeeper session is gone, and with it /controller if it was ours: stop
+        acting as controller at once (Kafka's expire handler resigns)."""
+        self.put("Expire", self._expire)
+
+    def on_reregistered(self) -> None:
+        """The broker is registered on its new session: take part in the election again."""
+        self.put("Reelect", self._elect)
+
+    async def _expire(self) -> None:
+        self._resign()
+
     async def _elect(self) -> None:
         current = await self.zk.get_controller_id()
         if current is not None:
@@ -78,6 +90,8 @@ class KafkaController:
             log.info("[Controller id=%d] Broker %d has been elected as the controller, "
                      "so stopping the election process.", self.broker_id, current)
             return
+        if self.active:
+            self._resign()    # a win now starts over: new watches, channels and context
         try:
             epoch, epoch_zk_version = await self.zk.register_controller_and_increment_epoch(self.broker_id)
         except Exception as exc:

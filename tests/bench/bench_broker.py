@@ -1,0 +1,523 @@
+"""Produce and fetch throughput of one broker, next to the loopback and disk limits, in one run.
+
+    python tests/bench/bench_broker.py [--records 1000000] [--dir /dev/shm] [--reps 5]
+                                       [--linger-ms 5] [--batch-size 16384]
+                                       [--profile /tmp/broker-produce]
+
+It starts its own ZooKeeper and one broker (kafkalike.lab), the broker's log dir under
+--dir (memory by default), and removes everything afterwards. One partition, acks=1,
+100-byte values, no key, no compression, 16 KiB batches.
+
+Each repetition measures, in a rotating order so machine noise spreads evenly:
+
+- produce, confluent-kafka (the load generator the aim is stated for): a Python loop
+  of Producer.produce() calls, timed from the first call until flush() returns;
+- produce, kcat (librdkafka without Python in the loop), same settings, from a file;
+- fetch, confluent-kafka Consumer in assign mode from offset 0 with large fetch sizes,
+  and fetch, kcat -C, each reading back everything the matching produce wrote;
+- loopback: a raw Python socket pair (two processes) moving the same bytes over
+  127.0.0.1 in 16 KiB sends;
+- disk: sequential 16 KiB writes of the same bytes, then one fsync, to the log dir's
+  filesystem and to /tmp.
+
+"The same bytes" is the size of the log the produce run left on disk (values plus
+record and batch framing). Medians over the repetitions are printed, MB = 10^6 bytes.
+The broker's CPU time is read from /proc during each phase: "ceiling" is the rate the
+broker would reach if it had its CPU to itself (bytes / broker CPU seconds), which tells
+a slow broker from a slow load generator on a 2-core machine.
+
+--profile PREFIX also records the broker with py-spy during one extra produce run per
+load generator (PREFIX.confluent.txt, PREFIX.kcat.txt, py-spy's raw collapsed stacks)
+and prints where its reactor thread spends its time (py-spy must be installed).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import multiprocessing
+import os
+import platform
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from kafkalike.lab.cluster import BrokerProcess  # noqa: E402
+from kafkalike.lab.zookeeper import ZooKeeperServer  # noqa: E402
+
+VALUE_SIZE = 100
+CHUNK = 16384
+MB = 1e6
+
+
+@dataclass
+class Sample:
+    """One timed phase: how long it took and what it cost whom."""
+
+    seconds: float
+    payload_bytes: int = 0     # what the user handed over (values)
+    wire_bytes: int = 0        # what moved: values plus record and batch framing
+    records: int = 0
+    broker_cpu: float = 0.0    # seconds of broker CPU during the phase
+    client_cpu: float = 0.0    # seconds of load-generator CPU during the phase
+
+    def mb_s(self) -> float:
+        return (self.payload_bytes or self.wire_bytes) / self.seconds / MB
+
+    def wire_mb_s(self) -> float:
+        return self.wire_bytes / self.seconds / MB
+
+    def records_s(self) -> float:
+        return self.records / self.seconds
+
+    def broker_busy(self) -> float:
+        return self.broker_cpu / self.seconds
+
+    def broker_ceiling_mb_s(self) -> float:
+        return self.payload_bytes / self.broker_cpu / MB if self.broker_cpu else float("inf")
+
+
+# -- measuring helpers ------------------------------------------------------------------
+
+def process_cpu(pid: int) -> float:
+    """utime + stime of a process, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def value_bytes() -> bytes:
+    """One printable 100-byte value with no newline (kcat reads values line by line)."""
+    return bytes(33 + (i * 7) % 90 for i in range(VALUE_SIZE))
+
+
+def log_bytes(log_dir: Path, topic: str) -> int:
+    return sum(p.stat().st_size for p in (log_dir / f"{topic}-0").glob("*.log"))
+
+
+# -- the broker side --------------------------------------------------------------------
+
+class Bench:
+    def __init__(self, broker: BrokerProcess, records: int, batch_size: int, linger_ms: int,
+                 scratch: Path):
+        self.broker = broker
+        self.records = records
+        self.batch_size = batch_size
+        self.linger_ms = linger_ms
+        self.scratch = scratch
+        self.value = value_bytes()
+        self.lines_path = scratch / "values.txt"
+        with open(self.lines_path, "wb") as f:
+            block = (self.value + b"\n") * 10000
+            for _ in range(records // 10000):
+                f.write(block)
+            f.write((self.value + b"\n") * (records % 10000))
+        self.admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        self._topics = 0
+
+    def new_topic(self, label: str) -> str:
+        self._topics += 1
+        name = f"bench-{label}-{self._topics}"
+        self.admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])[name].result(30)
+        # Wait until the broker leads it, so no run pays for leader election.
+        deadline = time.monotonic() + 30
+        while True:
+            md = self.admin.list_topics(name, timeout=10)
+            part = md.topics[name].partitions.get(0)
+            if part is not None and part.leader == 0:
+                return name
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"topic {name} has no leader")
+            time.sleep(0.05)
+
+    def broker_cpu(self) -> float:
+        return process_cpu(self.broker.proc.pid)
+
+    def produce_confluent(self, topic: str) -> Sample:
+        errors: list[str] = []
+        producer = Producer({
+            "bootstrap.servers": self.broker.bootstrap,
+            "acks": 1,
+            "enable.idempotence": False,
+            "batch.size": self.batch_size,
+            "linger.ms": self.linger_ms,
+            "compression.type": "none",
+            "queue.buffering.max.messages": 1_000_000,
+            "queue.buffering.max.kbytes": 1_048_576,
+            "delivery.report.only.error": True,
+            "on_delivery": lambda err, msg: errors.append(str(err)),
+        })
+        producer.produce(topic, b"warm-up", partition=0)  # connection and metadata, untimed
+        producer.flush(30)
+        value, produce, poll = self.value, producer.produce, producer.poll
+        broker0, client0 = self.broker_cpu(), own_cpu()
+        start = time.perf_counter()
+        for _ in range(self.records):
+            while True:
+                try:
+                    produce(topic, value, partition=0)
+                    break
+                except BufferError:
+                    poll(0.0005)
+        left = producer.flush(300)
+        seconds = time.perf_counter() - start
+        sample = Sample(seconds, self.records * VALUE_SIZE, 0, self.records,
+                        self.broker_cpu() - broker0, own_cpu() - client0)
+        if left or errors:
+            raise RuntimeError(f"confluent produce: {left} undelivered, errors {errors[:3]}")
+        sample.wire_bytes = log_bytes(self.broker.log_dir, topic)
+        return sample
+
+    def kcat_options(self) -> list[str]:
+        return ["-b", self.broker.bootstrap, "-X", f"batch.size={self.batch_size}",
+                "-X", f"linger.ms={self.linger_ms}", "-X", "acks=1", "-X", "compression.codec=none",
+                "-X", "queue.buffering.max.messages=1000000", "-X", "queue.buffering.max.kbytes=1048576"]
+
+    def produce_kcat(self, topic: str) -> Sample:
+        command = ["kcat", "-P", "-t", topic, "-p", "0", *self.kcat_options(), "-l", str(self.lines_path)]
+        broker0, client0 = self.broker_cpu(), children_cpu()
+        start = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, timeout=300)
+        seconds = time.perf_counter() - start
+        sample = Sample(seconds, self.records * VALUE_SIZE, 0, self.records,
+                        self.broker_cpu() - broker0, children_cpu() - client0)
+        if done.returncode != 0:
+            raise RuntimeError(f"kcat produce failed ({done.returncode}): {done.stderr[-500:]!r}")
+        sample.wire_bytes = log_bytes(self.broker.log_dir, topic)
+        return sample
+
+    def fetch_confluent(self, topic: str, wire_bytes: int) -> Sample:
+        consumer = Consumer({
+            "bootstrap.servers": self.broker.bootstrap,
+            "group.id": "bench-fetch",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 16 * 1024 * 1024,
+            "max.partition.fetch.bytes": 8 * 1024 * 1024,
+            "queued.min.messages": 1_000_000,
+            "queued.max.messages.kbytes": 262_144,
+            "fetch.queue.backoff.ms": 10,
+            "check.crcs": False,
+        })
+        try:
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+            last, count, payload = high - 1, 0, 0
+            broker0, client0 = self.broker_cpu(), own_cpu()
+            start = time.perf_counter()
+            consumer.assign([TopicPartition(topic, 0, 0)])
+            deadline = time.monotonic() + 300
+            offset = -1
+            while offset < last:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"confluent fetch stuck at offset {offset} of {last}")
+                # Ask for no more than remain: consume() waits out its timeout for a short batch.
+                for msg in consumer.consume(max(1, min(10000, last - offset)), 1.0):
+                    if msg.error():
+                        raise RuntimeError(f"confluent fetch: {msg.error()}")
+                    offset = msg.offset()
+                    payload += len(msg.value())
+                    count += 1
+            seconds = time.perf_counter() - start
+            if count != high:
+                raise RuntimeError(f"confluent fetch read {count} records of {high}")
+            return Sample(seconds, payload, wire_bytes, count,
+                          self.broker_cpu() - broker0, own_cpu() - client0)
+        finally:
+            consumer.close()
+
+    def fetch_kcat(self, topic: str, wire_bytes: int) -> Sample:
+        out_path = self.scratch / "kcat-offsets.txt"
+        command = ["kcat", "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q", "-f", "%o\n",
+                   "-b", self.broker.bootstrap, "-X", "fetch.max.bytes=16777216",
+                   "-X", "max.partition.fetch.bytes=8388608", "-X", "queued.min.messages=1000000",
+                   "-X", "queued.max.messages.kbytes=262144"]
+        broker0, client0 = self.broker_cpu(), children_cpu()
+        with open(out_path, "wb") as out:
+            start = time.perf_counter()
+            done = subprocess.run(command, stdout=out, stderr=subprocess.PIPE, timeout=300)
+            seconds = time.perf_counter() - start
+        sample = Sample(seconds, 0, wire_bytes, 0, self.broker_cpu() - broker0, children_cpu() - client0)
+        offsets = out_path.read_bytes().split()
+        out_path.unlink()
+        if done.returncode != 0 or len(offsets) != self.records or int(offsets[-1]) != self.records - 1:
+            raise RuntimeError(f"kcat fetch failed ({done.returncode}): {done.stderr[-500:]!r}")
+        sample.records = len(offsets)
+        sample.payload_bytes = self.records * VALUE_SIZE
+        return sample
+
+
+# -- the limits -------------------------------------------------------------------------
+
+def _receive(listener: socket.socket, total: int) -> None:
+    conn, _ = listener.accept()
+    buf = bytearray(256 * 1024)
+    view = memoryview(buf)
+    got = 0
+    while got < total:
+        n = conn.recv_into(view)
+        if n == 0:
+            break
+        got += n
+    conn.sendall(b"k")
+    conn.close()
+
+
+def loopback(total: int) -> Sample:
+    """A raw Python sender and receiver (separate processes) moving total bytes over 127.0.0.1."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    receiver = multiprocessing.get_context("fork").Process(target=_receive, args=(listener, total))
+    receiver.start()
+    chunk = memoryview(os.urandom(CHUNK))
+    try:
+        sender = socket.create_connection(listener.getsockname())
+        start = time.perf_counter()
+        sent = 0
+        while sent < total:
+            piece = chunk[: min(CHUNK, total - sent)]
+            sender.sendall(piece)
+            sent += len(piece)
+        if sender.recv(1) != b"k":
+            raise RuntimeError("loopback receiver did not confirm")
+        seconds = time.perf_counter() - start
+        sender.close()
+    finally:
+        receiver.join(30)
+        listener.close()
+    return Sample(seconds, 0, total)
+
+
+@dataclass
+class DiskSample:
+    write: Sample    # into the page cache (what the broker does: no fsync by default)
+    synced: Sample   # writes plus one fsync: the device's sustained rate
+
+
+def disk(directory: Path, total: int) -> DiskSample:
+    """Sequential 16 KiB writes of total bytes to a new file in directory, then fsync."""
+    path = directory / f"bench-disk-{os.getpid()}.bin"
+    chunk = memoryview(os.urandom(CHUNK))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        start = time.perf_counter()
+        written = 0
+        while written < total:
+            written += os.write(fd, chunk[: min(CHUNK, total - written)])
+        wrote = time.perf_counter() - start
+        os.fsync(fd)
+        synced = time.perf_counter() - start
+    finally:
+        os.close(fd)
+        path.unlink()
+    return DiskSample(Sample(wrote, 0, total), Sample(synced, 0, total))
+
+
+# -- profiling --------------------------------------------------------------------------
+
+def profile_produce(bench: Bench, prefix: str, rate: int = 200) -> None:
+    """py-spy record the broker through one produce run per load generator; summarise its reactor thread."""
+    py_spy = shutil.which("py-spy")
+    if py_spy is None:
+        raise SystemExit("--profile needs py-spy on PATH (pip install py-spy)")
+    for label, produce in (("confluent", bench.produce_confluent), ("kcat", bench.produce_kcat)):
+        topic = bench.new_topic(f"profile-{label}")
+        out_path = Path(f"{prefix}.{label}.txt")
+        spy = subprocess.Popen([py_spy, "record", "--rate", str(rate), "--format", "raw",
+                                "--output", str(out_path), "--pid", str(bench.broker.proc.pid)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(1.0)  # py-spy attaches
+        sample = produce(topic)
+        spy.send_signal(signal.SIGINT)
+        spy.wait(30)
+        print(f"\nprofile: broker under py-spy ({rate} Hz) during a {label} produce run of "
+              f"{sample.seconds:.2f}s at {sample.mb_s():.1f} MB/s; raw stacks in {out_path}")
+        summarise_profile(out_path, rate, sample.seconds)
+
+
+def summarise_profile(path: Path, rate: int, run_seconds: float) -> None:
+    self_time: collections.Counter[str] = collections.Counter()
+    inclusive: collections.Counter[str] = collections.Counter()
+    reactor = 0
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        stack, count_text = line.rsplit(" ", 1)
+        frames = [f for f in stack.split(";") if not f.startswith(("process ", "thread "))]
+        if not any("ReactorBase.mainLoop" in f for f in frames):
+            continue  # kazoo and thread-pool threads
+        count = int(count_text)
+        reactor += count
+        self_time[frames[-1]] += count
+        for frame in set(frames):
+            inclusive[frame] += count
+    if not reactor:
+        print("  (no reactor samples)")
+        return
+    print(f"  reactor thread: {reactor} samples, busy about {100 * reactor / (rate * run_seconds):.0f}% of the "
+          f"run (py-spy leaves out samples where the thread sleeps)")
+    print("  self time, share of the reactor's busy samples:")
+    for frame, count in self_time.most_common(12):
+        print(f"    {100 * count / reactor:5.1f}%  {frame}")
+    print("  inclusive, kafkalike frames:")
+    shown = 0
+    for frame, count in inclusive.most_common():
+        if "kafkalike/" in frame and shown < 16:
+            print(f"    {100 * count / reactor:5.1f}%  {frame}")
+            shown += 1
+
+
+# -- the run ----------------------------------------------------------------------------
+
+def median(samples: list, key: Callable) -> float:
+    return statistics.median(key(s) for s in samples)
+
+
+def describe_machine() -> str:
+    model = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.node()}: {os.cpu_count()} vCPU {model}, Linux {platform.release()}, Python {platform.python_version()}"
+
+
+def filesystem_of(path: Path) -> str:
+    found = subprocess.run(["df", "--output=source,fstype", str(path)], capture_output=True, text=True)
+    rows = found.stdout.split("\n")
+    return " ".join(rows[1].split()) if len(rows) > 1 else "?"
+
+
+def run(args: argparse.Namespace) -> int:
+    base_root = Path(args.dir)
+    base = Path(tempfile.mkdtemp(prefix="kafkalike-bench-broker-", dir=base_root))
+    zk_root = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+    zk_base = Path(tempfile.mkdtemp(prefix="kafkalike-bench-zk-", dir=zk_root))
+    zookeeper = ZooKeeperServer(zk_base, force_sync=False)
+    broker: BrokerProcess | None = None
+    try:
+        zookeeper.start()
+        zookeeper.wait_ready(60)
+        broker = BrokerProcess(0, zookeeper.connect_string + "/bench", base)
+        broker.start()
+        broker.wait_ready(60)
+        bench = Bench(broker, args.records, args.batch_size, args.linger_ms, zk_base)
+        print(f"{time.strftime('%Y-%m-%d %H:%M')}  {describe_machine()}; "
+              f"load average {os.getloadavg()[0]:.2f} at start")
+        print(f"broker log dir {broker.log_dir} ({filesystem_of(broker.log_dir)}); "
+              f"/tmp is {filesystem_of(Path(tempfile.gettempdir()))}")
+        print(f"{args.records} records of {VALUE_SIZE} bytes, 1 partition, acks=1, batch.size={args.batch_size}, "
+              f"linger.ms={args.linger_ms}, no compression; {args.reps} interleaved reps, medians")
+
+        results: dict[str, list] = collections.defaultdict(list)
+        wire = 0
+
+        def produce_and_fetch(label: str, produce, fetch) -> None:
+            nonlocal wire
+            topic = bench.new_topic(label)
+            made = produce(topic)
+            wire = made.wire_bytes
+            results[f"produce {label}"].append(made)
+            results[f"fetch {label}"].append(fetch(topic, made.wire_bytes))
+
+        def limits() -> None:
+            size = wire or args.records * (VALUE_SIZE + 10)
+            results["loopback"].append(loopback(size))
+            here = disk(broker.log_dir, size)
+            results["disk logdir write"].append(here.write)
+            results["disk logdir write+fsync"].append(here.synced)
+            tmp = disk(Path(tempfile.gettempdir()), size)
+            results["disk /tmp write"].append(tmp.write)
+            results["disk /tmp write+fsync"].append(tmp.synced)
+
+        phases = [
+            lambda: produce_and_fetch("confluent", bench.produce_confluent, bench.fetch_confluent),
+            lambda: produce_and_fetch("kcat", bench.produce_kcat, bench.fetch_kcat),
+            limits,
+        ]
+        for rep in range(args.reps):
+            for i in range(len(phases)):
+                phases[(rep + i) % len(phases)]()
+            print(f"  rep {rep + 1}/{args.reps}: produce confluent "
+                  f"{results['produce confluent'][-1].mb_s():.1f} MB/s, kcat {results['produce kcat'][-1].mb_s():.1f}"
+                  f" MB/s; loopback {results['loopback'][-1].wire_mb_s():.0f} MB/s", flush=True)
+
+        report(results, wire)
+        print(f"load average {os.getloadavg()[0]:.2f} at the end (other work on the machine skews a run)")
+        if args.profile:
+            profile_produce(bench, args.profile)
+        return 0
+    finally:
+        if broker is not None:
+            broker.kill()
+        zookeeper.remove()
+        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(zk_base, ignore_errors=True)
+
+
+def report(results: dict[str, list], wire: int) -> None:
+    print(f"\nbytes per run: {wire / MB:.1f} MB on the wire and in the log")
+    print(f"{'phase':26} {'MB/s':>8} {'wire MB/s':>10} {'records/s':>11} {'broker CPU':>11} "
+          f"{'ceiling MB/s':>13} {'client CPU':>11}")
+    for name in ("produce confluent", "produce kcat", "fetch confluent", "fetch kcat"):
+        s = results[name]
+        print(f"{name:26} {median(s, Sample.mb_s):8.1f} {median(s, Sample.wire_mb_s):10.1f} "
+              f"{median(s, Sample.records_s):11.0f} {100 * median(s, Sample.broker_busy):10.0f}% "
+              f"{median(s, Sample.broker_ceiling_mb_s):13.0f} "
+              f"{100 * median(s, lambda x: x.client_cpu / x.seconds):10.0f}%")
+    for name in ("loopback", "disk logdir write", "disk logdir write+fsync", "disk /tmp write", "disk /tmp write+fsync"):
+        print(f"{name:26} {'':8} {median(results[name], Sample.wire_mb_s):10.1f}")
+
+    def ratio(a: str, b: str) -> str:
+        return f"{median(results[a], Sample.wire_mb_s) / median(results[b], Sample.wire_mb_s):.2f}"
+
+    print("\nratios (wire bytes per second, medians):")
+    for broker_phase in ("produce confluent", "produce kcat", "fetch confluent", "fetch kcat"):
+        print(f"  {broker_phase:18} / loopback {ratio(broker_phase, 'loopback')}")
+    for broker_phase in ("produce confluent", "produce kcat"):
+        print(f"  {broker_phase:18} / disk logdir write {ratio(broker_phase, 'disk logdir write')}"
+              f", write+fsync {ratio(broker_phase, 'disk logdir write+fsync')}"
+              f"; /tmp write {ratio(broker_phase, 'disk /tmp write')}"
+              f", write+fsync {ratio(broker_phase, 'disk /tmp write+fsync')}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir(),
+                        help="where the broker's log dir goes (default /dev/shm)")
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--linger-ms", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=16384)
+    parser.add_argument("--profile", metavar="PREFIX",
+                        help="py-spy the broker through one extra produce run per load generator")
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
