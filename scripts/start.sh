@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, start ZooKeeper and one broker on this machine
 # (both in the background, from config/zookeeper.properties and config/server.properties),
-# then a short demo: bin/kafka-topics.sh creates, lists, describes and alters a topic,
+# then a short demo: bin/kafka-topics.sh creates, lists, describes, alters and deletes topics,
 # kcat (an independent Kafka client) produces and consumes records, and
 # bin/kafka-dump-log.sh shows the segment file the broker wrote.
 # Stop with bin/kafka-server-stop.sh and bin/zookeeper-server-stop.sh.
@@ -37,7 +37,9 @@ fi
 
 topic=kafkalike-demo
 run() { echo; echo "\$ $*"; "$@"; }
-run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --create --if-not-exists --topic "$topic" \
+# A second run starts the demo afresh.
+bin/kafka-topics.sh --bootstrap-server "$bootstrap" --delete --if-exists --topic "$topic" >/dev/null
+run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --create --topic "$topic" \
     --partitions 3 --replication-factor 1 --config retention.ms=86400000
 run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --list
 run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --describe --topic "$topic"
@@ -52,6 +54,10 @@ run bin/kafka-topics.sh --zookeeper "localhost:$zk_port" --describe --topic "$to
 
 log_dir=$(sed -n 's/^log\.dirs=//p' config/server.properties)
 run bin/kafka-dump-log.sh --print-data-log --files "$log_dir/$topic-0/00000000000000000000.log"
+
+run bin/kafka-topics.sh --zookeeper "localhost:$zk_port" --create --topic kafkalike-scratch --partitions 1 --replication-factor 1
+run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --delete --topic kafkalike-scratch
+run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --list
 
 echo
 echo "ZooKeeper and the broker keep running (logs in $LOG_DIR)."

@@ -58,3 +58,34 @@ def test_wrong_cluster_id_refuses_to_start(fresh_broker):
         time.sleep(0.1)
     assert not fresh_broker.is_running() and fresh_broker.proc.returncode == 1
     assert "doesn't match stored clusterId" in fresh_broker.log_tail(200)
+
+
+def _exits_with(broker, text: str) -> None:
+    deadline = time.time() + 30
+    while broker.is_running() and time.time() < deadline:
+        time.sleep(0.1)
+    assert not broker.is_running() and broker.proc.returncode == 1
+    assert text in broker.log_tail(200)
+
+
+def test_bad_config_value_stops_startup_naming_the_key(fresh_broker):
+    fresh_broker.stop()
+    fresh_broker.overrides["num.partitions"] = "abc"
+    fresh_broker.start()
+    _exits_with(fresh_broker, "Invalid value abc for configuration num.partitions")
+
+
+def test_broker_id_that_disagrees_with_meta_properties_refuses_to_start(fresh_broker):
+    fresh_broker.stop()
+    fresh_broker.overrides["broker.id"] = "7"
+    fresh_broker.start()
+    _exits_with(fresh_broker, "Configured broker.id 7 doesn't match stored broker.id Some(0)")
+
+
+def test_unknown_config_key_is_logged_not_fatal(fresh_broker):
+    fresh_broker.stop()
+    fresh_broker.overrides["no.such.key"] = "1"
+    fresh_broker.start()
+    fresh_broker.wait_ready()
+    assert "The configuration 'no.such.key' was supplied but isn't a known config." in \
+        (fresh_broker.app_log_dir / "server.log").read_text()
