@@ -120,7 +120,10 @@ class KafkaServer:
         self.log_manager = await threads.deferToThread(
             LogManager, cfg.log_dirs, self.default_log_config, topic_configs=self.topic_config,
             flush_executor=reactor.callInThread,
-            scheduler=lambda ms, fn: reactor.callLater(ms / 1000.0, reactor.callInThread, fn))
+            scheduler=lambda ms, fn: reactor.callLater(ms / 1000.0, reactor.callInThread, fn),
+            enable_cleaner=cfg.get("log.cleaner.enable"))
+        if self.log_manager.cleaner is not None:
+            self.log_manager.cleaner.start()   # its own thread: compaction never blocks the reactor
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.reactor,
                                               self.topic_config, self.time_ms)
         self.replica_manager.replica_lag_ms = cfg.get("replica.lag.time.max.ms")

@@ -347,11 +347,25 @@ class BatchBuilder:
         self.base_sequence = base_sequence
         self.is_transactional = is_transactional
 
-    def build(self) -> bytes:
+    def build(self, *, last_offset_delta: int | None = None) -> bytes:
+        """The batch's bytes.
+
+        `last_offset_delta` lets the batch claim offsets past its last record: the log
+        cleaner rewrites a batch with only its surviving records (appended with their
+        original offset deltas) but keeps the original lastOffsetDelta, so the batch
+        still ends where it did and the producer's last sequence number survives, as
+        Kafka's MemoryRecordsBuilder.overrideLastOffset does. It may not be smaller than
+        the last record's delta.
+        """
         if not self._count:
             raise ValueError("a batch needs at least one record")
+        if last_offset_delta is None:
+            last_offset_delta = self._last_offset_delta
+        elif last_offset_delta < self._last_offset_delta:
+            raise ValueError(f"last offset delta {last_offset_delta} is below the last record's "
+                             f"delta {self._last_offset_delta}")
         return _assemble(b"".join(self._parts), count=self._count,
-                         last_offset_delta=self._last_offset_delta, base_offset=self.base_offset,
+                         last_offset_delta=last_offset_delta, base_offset=self.base_offset,
                          base_timestamp=self.base_timestamp, max_timestamp=self.max_timestamp,
                          compression=self.compression, timestamp_type=self.timestamp_type,
                          producer_id=self.producer_id, producer_epoch=self.producer_epoch,

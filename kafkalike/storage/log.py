@@ -73,6 +73,19 @@ class LogSlice:
         return os.pread(self.fd, self.size, self.position)
 
 
+def _change_suffix(segment: LogSegment, old: str, new: str) -> None:
+    """Rename a segment's three files from suffix `old` to `new`, the log file first."""
+    def renamed(path: str) -> str:
+        if not path.endswith(old):
+            raise ValueError(f"{path} does not end with {old}")
+        return path[:len(path) - len(old)] + new
+    target = renamed(segment.log_path)
+    os.rename(segment.log_path, target)
+    segment.log_path = target
+    segment.offset_index.rename(renamed(segment.offset_index.path))
+    segment.time_index.rename(renamed(segment.time_index.path))
+
+
 class Log:
     """One partition directory; see the module docstring for threading and deletion."""
 
@@ -551,6 +564,58 @@ class Log:
             if truncations == self._truncations and target > self.recovery_point:
                 self.recovery_point = target
                 self.last_flush_time_ms = self._clock()
+
+    # ---------------------------------------------------------------- cleaner hooks
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock over the segment list, for taking a consistent snapshot (held briefly)."""
+        return self._lock
+
+    @property
+    def truncation_count(self) -> int:
+        """Rises with every truncation: work planned on older segments must be redone."""
+        return self._truncations
+
+    def replace_segments(self, new_segment: LogSegment, old_segments: list[LogSegment], *,
+                         expected_truncations: int,
+                         on_step: Callable[[str], None] | None = None) -> bool:
+        """Install a log cleaner's result in place of a run of old segments (Kafka's replaceSegments).
+
+        `new_segment` is complete and fsynced under `.cleaned` names, based at the first old
+        segment's base offset. Renaming it to `.swap` is the commit point: from then on a
+        crash recovers to the new segment (recovery installs a `.log.swap` over every
+        segment in its offset range); before it, to the old ones (`.cleaned` files are
+        deleted). Then the old segments go `.deleted` (served to readers until
+        file.delete.delay.ms, like any deleted segment) and the new one drops its suffix.
+        Returns False, changing nothing, when the old segments are no longer exactly a run
+        of inactive segments of this log (deleted, truncated or closed meanwhile); the
+        caller then discards its work. `on_step(name)` is called after each durable step
+        ("swap", "deleted", "installed"), for crash tests.
+        """
+        with self._lock:
+            if self.closed or self._truncations != expected_truncations or not old_segments:
+                return False
+            first = next((i for i, s in enumerate(self._segments) if s is old_segments[0]), None)
+            end = None if first is None else first + len(old_segments)
+            if (end is None or end >= len(self._segments)
+                    or any(a is not b for a, b in zip(self._segments[first:end], old_segments))
+                    or new_segment.base_offset != old_segments[0].base_offset):
+                return False
+            _change_suffix(new_segment, layout.CLEANED_SUFFIX, layout.SWAP_SUFFIX)
+            layout.fsync_dir(self.dir)
+            if on_step is not None:
+                on_step("swap")
+            self._segments[first:end] = [new_segment]
+            self._bases[first:end] = [new_segment.base_offset]
+            self._hw_position = None
+            self._delete_segments(old_segments)
+            if on_step is not None:
+                on_step("deleted")
+            _change_suffix(new_segment, layout.SWAP_SUFFIX, "")
+            layout.fsync_dir(self.dir)
+            if on_step is not None:
+                on_step("installed")
+            return True
 
     # ---------------------------------------------------------------- lifecycle
     def close(self) -> None:

@@ -9,6 +9,11 @@ closes every log, writes the checkpoints and only then the clean-shutdown marker
 Periodic work (retention, flush.ms, checkpoints) is exposed as plain methods for the
 broker to schedule; the ones that fsync (`flush_dirty_logs`, `checkpoint_*`) belong
 in a thread.
+
+`cleaner` is the log cleaner of compacted topics (None with `enable_cleaner=False`, as
+log.cleaner.enable=false). Making it creates each dir's `cleaner-offset-checkpoint`,
+as Kafka does; the broker starts its thread (`manager.cleaner.start()`), deleting a log
+drops the log's entry, and shutdown stops the thread first.
 """
 from __future__ import annotations
 
@@ -18,13 +23,14 @@ import os
 import random
 import shutil
 import threading
-from typing import Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from kafkalike.storage import layout
 from kafkalike.storage.checkpoints import (
     OffsetCheckpointFile, log_start_offset_checkpoint, recovery_point_checkpoint,
     replication_offset_checkpoint,
 )
+from kafkalike.storage.cleaner import LogCleaner
 from kafkalike.storage.config import LogConfig
 from kafkalike.storage.errors import CorruptCheckpointError, KafkaStorageError, LogDirLockedError
 from kafkalike.storage.layout import TopicPartition
@@ -49,7 +55,8 @@ class LogManager:
     def __init__(self, log_dirs: Iterable[str], default_config: LogConfig, *,
                  topic_configs: TopicConfigs | None = None, clock: Callable[[], int] | None = None,
                  flush_executor: Executor | None = None, scheduler: Scheduler | None = None,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, enable_cleaner: bool = True,
+                 cleaner_options: Mapping[str, Any] | None = None) -> None:
         self.default_config = default_config
         self._topic_configs = topic_configs
         self._clock = clock or wall_clock_ms
@@ -63,6 +70,7 @@ class LogManager:
         self.had_clean_shutdown: dict[str, bool] = {}
         self._checkpointed_high_watermarks: dict[TopicPartition, int] = {}
         self._lock_fds: dict[str, int] = {}
+        self.cleaner: LogCleaner | None = None
         seen: set[str] = set()
         for path in log_dirs:
             real = os.path.realpath(path)
@@ -76,6 +84,8 @@ class LogManager:
                 self._lock_dir(directory)
             for directory in self.log_dirs:
                 self._load_dir(directory)
+            if enable_cleaner:
+                self.cleaner = LogCleaner(self, clock=self._clock, **dict(cleaner_options or {}))
         except BaseException:
             self._release_locks()
             raise
@@ -201,6 +211,8 @@ class LogManager:
                 return
             directory = self._log_dir_of.pop(tp)
             doomed.close()
+            if self.cleaner is not None:
+                self.cleaner.forget(tp, directory)
             target = os.path.join(directory, layout.delete_dir_name(tp))
             os.rename(doomed.dir, target)
             layout.fsync_dir(directory)
@@ -260,7 +272,9 @@ class LogManager:
 
     # ---------------------------------------------------------------- shutdown
     def shutdown(self) -> None:
-        """Flush and close every log, write checkpoints, then the clean-shutdown markers."""
+        """Stop the cleaner; flush and close every log, write checkpoints, then the clean-shutdown markers."""
+        if self.cleaner is not None:
+            self.cleaner.stop()
         with self._lock:
             for directory in self.log_dirs:
                 logs = self._logs_in(directory)
@@ -276,6 +290,8 @@ class LogManager:
 
     def close_without_clean_shutdown(self) -> None:
         """Drop everything as a crash would (no flush, no checkpoints, no marker); for tests."""
+        if self.cleaner is not None:
+            self.cleaner.stop()
         with self._lock:
             for item in self.logs.values():
                 for segment in item.segments:

@@ -1,0 +1,599 @@
+"""Log compaction for topics whose cleanup.policy contains `compact`: Kafka 2.8's LogCleaner.
+
+One pass over a log (`Cleaner.clean`):
+
+1. Map the dirty section, [first dirty offset, first uncleanable offset), to the latest
+   offset of each key (`OffsetMap`). The map has a fixed capacity
+   (log.cleaner.dedupe.buffer.size / 24 bytes an entry x 0.9, Kafka's sizing); when it
+   fills, the pass ends where the map ends and the rest waits for the next pass.
+2. Rewrite every segment from the start of the log to the end of the map, grouped into
+   runs that fit one segment (segment.bytes and the index sizes: Kafka's
+   groupSegmentsBySize). A record survives if it lies past the map's end, or it is the
+   latest for its key (a key not in the map counts as latest: it was cleaned before and
+   not written since) and it has a value or its segment still keeps tombstones.
+   Records without a key are dropped, as Kafka's cleaner drops them (compacted topics
+   refuse them on produce). Offsets never change: a batch that loses records is
+   re-encoded with its original base offset, lastOffsetDelta, producer id, epoch, base
+   sequence, leader epoch and codec, its records keeping their offset deltas. Batches
+   that lose nothing are copied byte for byte; control batches are always kept.
+3. Tombstones: a segment keeps its tombstones while its last-modified time is after the
+   delete horizon, the last-modified time of the newest fully cleaned segment minus
+   delete.retention.ms. The first pass over a log therefore removes none.
+4. Each group is written to `.cleaned` files, fsynced, given the last-modified time of
+   the group's last segment, and swapped in under the log's lock
+   (`Log.replace_segments`): `.cleaned` -> `.swap` (the commit point), old segments ->
+   `.deleted`, `.swap` -> no suffix. A crash before the commit recovers the old
+   segments, after it the new one (see recovery.py).
+
+A batch left with no records is dropped, except that the last batch of each producer
+id in the rewritten range stays as an empty batch (Kafka keeps the last batch of each
+active producer so its sequence numbers survive; without producer state here, the last
+one in the range stands in for it). And when nothing survives of a group's last
+segment, that segment's last batch is kept as an empty batch, so the new segment's
+offsets reach into every old one: a recovered `.swap` replaces the segments whose base
+offsets lie in its offset range, and a shorter range would leave a stale old segment
+behind.
+
+Threading: `LogCleaner` runs passes in one background thread (or call `clean_once`
+from any thread that may block). Appends go on meanwhile: only inactive segments are
+read, through duplicated descriptors taken under the log's lock, and the swap takes
+the lock briefly. A pass is abandoned (and its `.cleaned` files removed) if the log is
+closed, truncated, or loses a segment to retention while it runs. Transactions are not
+handled: without a transaction index, aborted records are compacted like any others.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
+
+from crc32c import crc32c
+
+from kafkalike.records.batch import BatchBuilder, RecordBatch, decode_batches
+from kafkalike.records.header import CODEC_MASK, HEADER_SIZE, LOG_OVERHEAD, BatchHeader
+from kafkalike.storage import layout
+from kafkalike.storage.cleaner_manager import (
+    CleanerCheckpoints, LogToClean, filthiest, log_dir_of, plan_cleaning, segments_between,
+)
+from kafkalike.storage.errors import CorruptRecordError
+from kafkalike.storage.layout import TopicPartition
+from kafkalike.storage.log import Log, wall_clock_ms
+from kafkalike.storage.segment import LogSegment
+
+if TYPE_CHECKING:
+    from kafkalike.storage.manager import LogManager
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DEDUPE_BUFFER_SIZE = 128 * 1024 * 1024  # log.cleaner.dedupe.buffer.size
+DEFAULT_IO_BUFFER_LOAD_FACTOR = 0.9             # log.cleaner.io.buffer.load.factor
+DEFAULT_BACKOFF_MS = 15 * 1000                  # log.cleaner.backoff.ms
+DEFAULT_READ_CHUNK_BYTES = 1024 * 1024
+BYTES_PER_MAP_ENTRY = 24  # Kafka's sizing: a 16-byte MD5 of the key and an 8-byte offset
+_INT32_MAX = 2**31 - 1
+
+# Crash-test hook: (step, log, old segments); steps "cleaned", "swap", "deleted", "installed".
+# A hook that raises a BaseException (not an Exception) stops the cleaner right there and
+# leaves the files exactly as a crash at that point would.
+StepHook = Callable[[str, Log, Sequence[LogSegment]], None]
+
+_PREFIX = struct.Struct(">qiibI")         # baseOffset, batchLength, leader epoch, magic, crc
+_AFTER_CRC = struct.Struct(">hiqqqhii")   # attributes .. records count
+
+
+class CleaningAborted(Exception):
+    """The log changed under the cleaner (closed, truncated, segments deleted) or it was stopped."""
+
+
+class OffsetMap:
+    """Latest offset of each key in the dirty section, with Kafka's bounded capacity.
+
+    Keys are kept whole (Kafka keeps their MD5), so there are no hash collisions; the
+    capacity still counts entries the way log.cleaner.dedupe.buffer.size does.
+    """
+
+    __slots__ = ("capacity", "offsets", "latest_offset")
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError("the offset map needs room for at least one key")
+        self.capacity = capacity
+        self.offsets: dict[bytes, int] = {}
+        self.latest_offset = -1
+
+    def clear(self) -> None:
+        self.offsets = {}
+        self.latest_offset = -1
+
+    def put(self, key: bytes, offset: int) -> bool:
+        """Record `offset` as the key's latest; False (nothing recorded) when full."""
+        offsets = self.offsets
+        if key not in offsets and len(offsets) >= self.capacity:
+            return False
+        offsets[key] = offset
+        self.latest_offset = offset
+        return True
+
+    def get(self, key: bytes) -> int:
+        return self.offsets.get(key, -1)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+
+@dataclass(slots=True)
+class CleanerStats:
+    map_bytes_read: int = 0
+    map_messages_read: int = 0
+    bytes_read: int = 0
+    messages_read: int = 0
+    bytes_written: int = 0
+    messages_written: int = 0
+    invalid_messages: int = 0  # records without a key, dropped
+    segments_replaced: int = 0
+    segments_written: int = 0
+    map_entries: int = 0
+    started_ms: int = 0
+    finished_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CleanResult:
+    topic_partition: TopicPartition
+    first_dirty_offset: int
+    end_offset: int  # the new checkpoint: the next pass starts here
+    completed: bool
+    stats: CleanerStats = field(default_factory=CleanerStats)
+
+
+@dataclass(frozen=True, slots=True)
+class _SegmentView:
+    """An inactive segment as the cleaner reads it: a private descriptor and fixed facts."""
+
+    segment: LogSegment
+    fd: int
+    base_offset: int
+    size: int
+    index_bytes: int
+    time_index_bytes: int
+    last_modified_ms: int
+
+
+def empty_batch(header: BatchHeader) -> bytes:
+    """A batch's header with no records: same offsets, producer fields and max timestamp.
+
+    What Kafka writes for a batch kept only for its producer state (writeEmptyHeader):
+    no codec, firstTimestamp -1, count 0.
+    """
+    attrs = header.attributes & ~CODEC_MASK
+    after = _AFTER_CRC.pack(attrs, header.last_offset_delta, -1, header.max_timestamp,
+                            header.producer_id, header.producer_epoch, header.base_sequence, 0)
+    prefix = _PREFIX.pack(header.base_offset, HEADER_SIZE - LOG_OVERHEAD,
+                          header.partition_leader_epoch, 2, crc32c(after))
+    return prefix + after
+
+
+def group_segments_by_size(views: Sequence[_SegmentView], max_size: int, max_index_size: int,
+                           first_uncleanable_offset: int) -> list[list[_SegmentView]]:
+    """Runs of consecutive segments that can become one (Kafka's groupSegmentsBySize).
+
+    A run's original log and index sizes must each fit the limits (cleaning only
+    shrinks them), and its offsets must stay within int32 of its base offset, judged by
+    the next segment's base (or the first uncleanable offset for the last one).
+    """
+    groups: list[list[_SegmentView]] = []
+    i = 0
+    while i < len(views):
+        head = views[i]
+        group = [head]
+        size, index, time_index = head.size, head.index_bytes, head.time_index_bytes
+        i += 1
+        while i < len(views):
+            nxt = views[i]
+            last = views[i + 1].base_offset - 1 if i + 1 < len(views) else first_uncleanable_offset - 1
+            if not (size + nxt.size <= max_size and index + nxt.index_bytes <= max_index_size
+                    and time_index + nxt.time_index_bytes <= max_index_size
+                    and (nxt.size == 0 or last - head.base_offset <= _INT32_MAX)):
+                break
+            group.append(nxt)
+            size += nxt.size
+            index += nxt.index_bytes
+            time_index += nxt.time_index_bytes
+            i += 1
+        groups.append(group)
+    return groups
+
+
+class Cleaner:
+    """Compacts one log at a time; holds the offset map between passes to reuse it."""
+
+    def __init__(self, *, map_capacity: int, clock: Callable[[], int],
+                 read_chunk_bytes: int = DEFAULT_READ_CHUNK_BYTES,
+                 should_stop: Callable[[], bool] = lambda: False,
+                 hook: StepHook | None = None) -> None:
+        self.offset_map = OffsetMap(map_capacity)
+        self._clock = clock
+        self._chunk = read_chunk_bytes
+        self._should_stop = should_stop
+        self._hook = hook
+
+    # ---------------------------------------------------------------- entry
+    def clean(self, plan: LogToClean) -> CleanResult:
+        """Compact `plan.log` up to the end of its offset map; raises CleaningAborted."""
+        stats = CleanerStats(started_ms=self._clock())
+        views = self._snapshot(plan)
+        try:
+            end = self._clean(plan, views, stats)
+        finally:
+            for view in views:
+                os.close(view.fd)
+        stats.finished_ms = self._clock()
+        return CleanResult(plan.topic_partition, plan.first_dirty_offset, end, True, stats)
+
+    def _check(self, plan: LogToClean) -> None:
+        item = plan.log
+        if self._should_stop():
+            raise CleaningAborted("the cleaner is stopping")
+        if item.closed or item.truncation_count != plan.truncations:
+            raise CleaningAborted(f"{item.topic_partition} was closed or truncated")
+
+    def _snapshot(self, plan: LogToClean) -> list[_SegmentView]:
+        """The inactive segments with duplicated descriptors, taken under the log's lock."""
+        item = plan.log
+        views: list[_SegmentView] = []
+        with item.lock:
+            self._check(plan)
+            try:
+                for segment in item.segments[:-1]:
+                    fd = os.dup(segment.fd)
+                    try:
+                        mtime = os.fstat(fd).st_mtime_ns // 1_000_000
+                    except OSError:
+                        os.close(fd)
+                        raise
+                    views.append(_SegmentView(segment, fd, segment.base_offset, segment.size,
+                                              segment.offset_index.size_in_bytes,
+                                              segment.time_index.size_in_bytes, mtime))
+            except BaseException:
+                for view in views:
+                    os.close(view.fd)
+                raise
+        return views
+
+    def _clean(self, plan: LogToClean, views: list[_SegmentView], stats: CleanerStats) -> int:
+        item, config = plan.log, plan.log.config
+        first_dirty, upper = plan.first_dirty_offset, plan.first_uncleanable_offset
+        cleaned_before = [v for v in views if v.base_offset < first_dirty]
+        horizon = (cleaned_before[-1].last_modified_ms - config.delete_retention_ms
+                   if cleaned_before else 0)
+        self.offset_map.clear()
+        self._build_offset_map(plan, segments_between(views, first_dirty, upper), stats)
+        stats.map_entries = len(self.offset_map)
+        if self.offset_map.latest_offset < first_dirty:
+            return max(first_dirty, upper)  # nothing in the dirty section: just move past it
+        end = self.offset_map.latest_offset + 1
+        log.info("[%s] Cleaning offsets [%d, %d) of %s, discarding tombstones in segments last "
+                 "modified at or before %d", item.topic_partition, first_dirty, end, item.dir, horizon)
+        to_clean = [v for v in views if v.base_offset < end]
+        groups = group_segments_by_size(to_clean, config.segment_bytes, config.segment_index_bytes,
+                                        upper)
+        producers = self._last_batch_of_producers(to_clean)
+        for group in groups:
+            self._check(plan)
+            self._clean_group(plan, group, horizon, producers, stats)
+        return end
+
+    # ---------------------------------------------------------------- reading
+    def _batches(self, view: _SegmentView, verify_crc: bool = True) -> Iterator[RecordBatch]:
+        """Whole v2 batches of a segment, read a chunk at a time through the view's descriptor."""
+        fd, end, position = view.fd, view.size, 0
+        while position < end:
+            head = os.pread(fd, LOG_OVERHEAD, position)
+            if len(head) < LOG_OVERHEAD:
+                raise CorruptRecordError(f"segment {view.base_offset} ends early at {position}")
+            size = int.from_bytes(head[8:12], "big", signed=True) + LOG_OVERHEAD
+            buf = os.pread(fd, min(end - position, max(self._chunk, size)), position)
+            consumed = 0
+            for batch in decode_batches(buf, verify_crc=verify_crc):
+                if not isinstance(batch, RecordBatch):
+                    raise CorruptRecordError(f"segment {view.base_offset} holds a legacy batch")
+                yield batch
+                consumed = batch.position + batch.header.size
+            if consumed == 0:
+                raise CorruptRecordError(
+                    f"no whole batch at position {position} of segment {view.base_offset}")
+            position += consumed
+
+    def _build_offset_map(self, plan: LogToClean, dirty: list[_SegmentView],
+                          stats: CleanerStats) -> None:
+        """Fill the map from the dirty segments; stops early (partly mapped) when it is full."""
+        start = plan.first_dirty_offset
+        offset_map = self.offset_map
+        put = offset_map.put
+        for view in dirty:
+            self._check(plan)
+            for batch in self._batches(view):
+                header = batch.header
+                stats.map_bytes_read += header.size
+                if header.last_offset < start:
+                    continue
+                if not header.is_control:
+                    for record in batch.records():
+                        stats.map_messages_read += 1
+                        if record.key is not None and record.offset >= start:
+                            if not put(record.key, record.offset):
+                                log.debug("[%s] Offset map full at offset %d", plan.topic_partition,
+                                          record.offset)
+                                return
+                offset_map.latest_offset = header.last_offset
+
+    def _last_batch_of_producers(self, views: Iterable[_SegmentView]) -> dict[int, int]:
+        """Producer id -> last offset of its last batch in the segments being rewritten."""
+        last: dict[int, int] = {}
+        for view in views:
+            for batch in self._batches(view, verify_crc=False):
+                header = batch.header
+                if header.producer_id >= 0:
+                    last[header.producer_id] = header.last_offset
+        return last
+
+    # ---------------------------------------------------------------- writing
+    def _retained(self, batch: RecordBatch, retain_deletes: bool, keep_empty: bool,
+                  stats: CleanerStats) -> tuple[bytes, int, int] | None:
+        """(bytes to write, max timestamp, records kept) for one batch, or None to drop it."""
+        header = batch.header
+        stats.messages_read += header.records_count
+        stats.bytes_read += header.size
+        if header.is_control:
+            return batch.to_bytes(), header.max_timestamp, header.records_count
+        records = batch.records()
+        latest = self.offset_map.latest_offset
+        offsets = self.offset_map.offsets
+        kept = []
+        for record in records:
+            offset = record.offset
+            if offset > latest:
+                kept.append(record)
+                continue
+            key = record.key
+            if key is None:
+                stats.invalid_messages += 1
+                continue
+            if offset >= offsets.get(key, -1) and (record.value is not None or retain_deletes):
+                kept.append(record)
+        if kept and len(kept) == len(records):
+            return batch.to_bytes(), header.max_timestamp, len(kept)
+        if kept:
+            builder = BatchBuilder(base_offset=header.base_offset, compression=header.compression,
+                                   timestamp_type=header.timestamp_type,
+                                   producer_id=header.producer_id,
+                                   producer_epoch=header.producer_epoch,
+                                   base_sequence=header.base_sequence,
+                                   partition_leader_epoch=header.partition_leader_epoch,
+                                   is_transactional=header.is_transactional)
+            base = header.base_offset
+            for record in kept:
+                builder.append(record.key, record.value, record.headers, record.timestamp,
+                               offset_delta=record.offset - base)
+            data = builder.build(last_offset_delta=header.last_offset_delta)
+            return data, builder.max_timestamp, len(kept)
+        if keep_empty:
+            data = batch.to_bytes() if header.records_count == 0 else empty_batch(header)
+            return data, header.max_timestamp, 0
+        return None
+
+    def _clean_group(self, plan: LogToClean, group: list[_SegmentView], horizon: int,
+                     producers: dict[int, int], stats: CleanerStats) -> None:
+        item = plan.log
+        base = group[0].base_offset
+        for path in (layout.log_file_path(item.dir, base, layout.CLEANED_SUFFIX),
+                     layout.offset_index_path(item.dir, base, layout.CLEANED_SUFFIX),
+                     layout.time_index_path(item.dir, base, layout.CLEANED_SUFFIX)):
+            if os.path.exists(path):
+                os.unlink(path)  # left by an earlier, interrupted attempt
+        dest = LogSegment(item.dir, base, item.config, now_ms=self._clock(),
+                          file_suffix=layout.CLEANED_SUFFIX)
+        old = [view.segment for view in group]
+        try:
+            last_with_data = max((i for i, v in enumerate(group) if v.size > 0), default=-1)
+            for i, view in enumerate(group):
+                retain_deletes = view.last_modified_ms > horizon
+                wrote = False
+                last_header: BatchHeader | None = None
+                for batch in self._batches(view):
+                    header = last_header = batch.header
+                    keep_empty = (header.producer_id >= 0
+                                  and producers.get(header.producer_id) == header.last_offset)
+                    out = self._retained(batch, retain_deletes, keep_empty, stats)
+                    if out is not None:
+                        data, max_timestamp, count = out
+                        dest.append(header.last_offset, max_timestamp, header.last_offset, [data],
+                                    len(data))
+                        stats.bytes_written += len(data)
+                        stats.messages_written += count
+                        wrote = True
+                if i == last_with_data and not wrote and last_header is not None:
+                    data = empty_batch(last_header)  # keep the group's end offset (see module doc)
+                    dest.append(last_header.last_offset, last_header.max_timestamp,
+                                last_header.last_offset, [data], len(data))
+                    stats.bytes_written += len(data)
+                self._check(plan)
+            dest.on_become_inactive()
+            dest.flush()
+            modified_ns = group[-1].last_modified_ms * 1_000_000
+            for path in dest.paths():
+                os.utime(path, ns=(modified_ns, modified_ns))
+            self._step("cleaned", item, old)
+            if not item.replace_segments(dest, old, expected_truncations=plan.truncations,
+                                         on_step=lambda step: self._step(step, item, old)):
+                raise CleaningAborted(f"{item.topic_partition} changed while it was being cleaned")
+        except Exception:
+            if dest.log_path.endswith(layout.CLEANED_SUFFIX):
+                dest.delete_files()
+            raise
+        stats.segments_replaced += len(group)
+        stats.segments_written += 1
+        log.info("[%s] Swapped in cleaned segment %d (%d bytes) for segment(s) %s", item.topic_partition,
+                 base, dest.size, ",".join(str(v.base_offset) for v in group))
+
+    def _step(self, step: str, item: Log, old: Sequence[LogSegment]) -> None:
+        if self._hook is not None:
+            self._hook(step, item, old)
+
+
+class LogCleaner:
+    """The background cleaner of a broker's compacted logs (Kafka's LogCleaner, one thread).
+
+    `logs` is a LogManager (its `logs` are read on each pass, so new partitions join), a
+    mapping of TopicPartition to Log, or an iterable of logs. Each pass cleans the
+    dirtiest eligible log and records how far it got in its log dir's
+    `cleaner-offset-checkpoint`. `start()` runs passes in a daemon thread, resting
+    log.cleaner.backoff.ms when there is nothing to do; `clean_once()` runs one pass in
+    the caller's thread (blocking: never on the reactor).
+    """
+
+    def __init__(self, logs: "LogManager | Mapping[TopicPartition, Log] | Iterable[Log]", *,
+                 clock: Callable[[], int] | None = None,
+                 backoff_ms: int = DEFAULT_BACKOFF_MS,
+                 dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER_SIZE,
+                 io_buffer_load_factor: float = DEFAULT_IO_BUFFER_LOAD_FACTOR,
+                 read_chunk_bytes: int = DEFAULT_READ_CHUNK_BYTES,
+                 hook: StepHook | None = None) -> None:
+        self._source = logs
+        self._clock = clock or wall_clock_ms
+        self.backoff_ms = backoff_ms
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pass_lock = threading.Lock()
+        self.checkpoints = CleanerCheckpoints()
+        self._truncations_seen: weakref.WeakKeyDictionary[Log, int] = weakref.WeakKeyDictionary()
+        self._uncleanable: weakref.WeakSet[Log] = weakref.WeakSet()
+        capacity = max(1, int(dedupe_buffer_size // BYTES_PER_MAP_ENTRY * io_buffer_load_factor))
+        self.cleaner = Cleaner(map_capacity=capacity, clock=self._clock,
+                               read_chunk_bytes=read_chunk_bytes, should_stop=self._stop.is_set,
+                               hook=hook)
+        for directory in self._log_dirs():
+            self.checkpoints.open(directory)
+
+    # ---------------------------------------------------------------- logs
+    def _logs(self) -> dict[TopicPartition, Log]:
+        source = self._source
+        managed = getattr(source, "logs", None)
+        if isinstance(managed, dict):
+            return managed.copy()  # one C-level copy: safe against the reactor adding logs
+        if isinstance(source, Mapping):
+            return dict(source)
+        return {item.topic_partition: item for item in source}  # type: ignore[union-attr]
+
+    def _log_dirs(self) -> list[str]:
+        dirs = getattr(self._source, "log_dirs", None)
+        if isinstance(dirs, list):
+            return list(dirs)
+        return sorted({log_dir_of(item) for item in self._logs().values()})
+
+    def checkpointed_offset(self, tp: TopicPartition) -> int | None:
+        """The first dirty offset recorded for a partition, if any."""
+        return self.checkpoints.all().get(TopicPartition(*tp))
+
+    def forget(self, tp: TopicPartition, log_dir: str) -> None:
+        """Drop a deleted partition's checkpoint entry (LogManager.delete_log calls this)."""
+        self.checkpoints.update(log_dir, TopicPartition(*tp), None)
+
+    def is_uncleanable(self, item: Log) -> bool:
+        """Whether a pass over this log failed; it is skipped until the log is reloaded."""
+        return item in self._uncleanable
+
+    # ---------------------------------------------------------------- passes
+    def grab_filthiest(self) -> LogToClean | None:
+        """Plan every compacted log and pick the dirtiest worth cleaning (no I/O but headers)."""
+        now = self._clock()
+        candidates = []
+        for tp, item in self._logs().items():
+            if not item.config.compact or item.closed or item in self._uncleanable:
+                continue
+            directory = log_dir_of(item)
+            if item.truncation_count != self._truncations_seen.get(item, 0):
+                # Records below the checkpoint may have been replaced: clean it all again.
+                log.info("[%s] Log was truncated; cleaning it again from its start", tp)
+                self.checkpoints.update(directory, tp, None)
+            try:
+                plan = plan_cleaning(item, self.checkpoints.get(directory, tp), now)
+            except (OSError, ValueError) as exc:  # closed or deleted while planning
+                log.debug("[%s] Skipping log cleaning this round: %s", tp, exc)
+                continue
+            self._truncations_seen[item] = plan.truncations
+            if plan.force_update_checkpoint:
+                self.checkpoints.update(directory, tp, plan.first_dirty_offset)
+            candidates.append(plan)
+        return filthiest(candidates)
+
+    def clean_once(self) -> CleanResult | None:
+        """One pass: clean the dirtiest eligible log. None when none is eligible."""
+        with self._pass_lock:
+            plan = self.grab_filthiest()
+            if plan is None:
+                return None
+            return self.clean_log(plan)
+
+    def clean_log(self, plan: LogToClean) -> CleanResult:
+        """Run a planned pass and checkpoint its end; an aborted pass changes no checkpoint."""
+        item, tp = plan.log, plan.topic_partition
+        try:
+            result = self.cleaner.clean(plan)
+        except CleaningAborted as exc:
+            log.info("[%s] Log cleaning aborted: %s", tp, exc)
+            return CleanResult(tp, plan.first_dirty_offset, plan.first_dirty_offset, False)
+        except Exception:
+            log.exception("[%s] Unexpected error cleaning log %s; marking it uncleanable", tp, item.dir)
+            self._uncleanable.add(item)
+            return CleanResult(tp, plan.first_dirty_offset, plan.first_dirty_offset, False)
+        live = self._logs()
+        if live.get(tp) is item:
+            self.checkpoints.update(plan.log_dir, tp, result.end_offset, live)
+        stats = result.stats
+        seconds = max(stats.finished_ms - stats.started_ms, 1) / 1000
+        log.info("[%s] Cleaned offsets [%d, %d): %d of %d bytes kept (%d of %d records), %d "
+                 "segment(s) into %d, %d keys mapped, in %.1f s", tp, result.first_dirty_offset,
+                 result.end_offset, stats.bytes_written, stats.bytes_read, stats.messages_written,
+                 stats.messages_read, stats.segments_replaced, stats.segments_written,
+                 stats.map_entries, seconds)
+        return result
+
+    # ---------------------------------------------------------------- thread
+    def start(self) -> None:
+        """Run passes in a daemon thread until stop()."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="kafka-log-cleaner-thread-0",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop the thread; a pass in progress is abandoned at its next check.
+
+        Passes keep aborting until start() is called again, so nothing cleans a log
+        that LogManager.shutdown is about to close.
+        """
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                result = self.clean_once()
+            except Exception:
+                log.exception("Log cleaner pass failed")
+                result = None
+            if result is None or not result.completed:
+                self._stop.wait(self.backoff_ms / 1000)
