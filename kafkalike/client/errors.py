@@ -1,0 +1,183 @@
+"""The exceptions the producer raises or hands to callbacks.
+
+They mirror the Java client's exception classes closely enough that a user can tell
+what happened and whether trying again could help (`retriable`), and tools can print
+the Java class name Kafka's own tools print (`java_class`). Errors that come from a
+broker's answer are BrokerResponseError with Kafka's error code; everything the client
+decides on its own (time-outs, sizes, configuration, serialization) has its own type.
+"""
+from __future__ import annotations
+
+from kafkalike.client.admin import java_exception_name
+from kafkalike.protocol.errors import ErrorCode
+
+_ERRORS = "org.apache.kafka.common.errors."
+
+
+class KafkaError(Exception):
+    """Base of every producer error."""
+
+    retriable = False
+    java_name = "org.apache.kafka.common.KafkaException"
+
+    @property
+    def java_class(self) -> str:
+        return self.java_name
+
+
+class KafkaTimeoutError(KafkaError):
+    """Something did not happen within its deadline (Java's TimeoutException)."""
+
+    retriable = True
+    java_name = _ERRORS + "TimeoutException"
+
+
+class RecordTooLargeError(KafkaError):
+    java_name = _ERRORS + "RecordTooLargeException"
+
+
+class SerializationError(KafkaError):
+    java_name = _ERRORS + "SerializationException"
+
+
+class InvalidTopicError(KafkaError):
+    java_name = _ERRORS + "InvalidTopicException"
+
+
+class TopicAuthorizationError(KafkaError):
+    java_name = _ERRORS + "TopicAuthorizationException"
+
+
+class IllegalStateError(KafkaError):
+    java_name = "java.lang.IllegalStateException"
+
+
+class ConfigError(KafkaError, ValueError):
+    """A configuration value that is missing, malformed or out of range; names the key."""
+
+    java_name = "org.apache.kafka.common.config.ConfigException"
+
+
+class UnsupportedFeatureError(KafkaError):
+    """A documented Kafka feature this client (or our broker) does not offer yet."""
+
+    java_name = _ERRORS + "UnsupportedVersionException"
+
+
+class NetworkError(KafkaError):
+    """The connection to a broker broke while a request was outstanding."""
+
+    retriable = True
+    java_name = _ERRORS + "NetworkException"
+
+
+# Java's RetriableException subclasses among the codes a produce or metadata answer carries.
+RETRIABLE_CODES = frozenset({
+    ErrorCode.CORRUPT_MESSAGE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.REPLICA_NOT_AVAILABLE,
+    ErrorCode.NETWORK_EXCEPTION, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_COORDINATOR, ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+    ErrorCode.INVALID_FETCH_SESSION_EPOCH, ErrorCode.LISTENER_NOT_FOUND, ErrorCode.FENCED_LEADER_EPOCH,
+    ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.OFFSET_NOT_AVAILABLE, ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, ErrorCode.UNSTABLE_OFFSET_COMMIT,
+    ErrorCode.THROTTLING_QUOTA_EXCEEDED, ErrorCode.UNKNOWN_TOPIC_ID,
+})
+
+# Java's InvalidMetadataException subclasses: after one of these the cached leaders are
+# suspect, so the producer asks for fresh metadata before it tries again.
+INVALID_METADATA_CODES = frozenset({
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.FENCED_LEADER_EPOCH,
+    ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.LISTENER_NOT_FOUND, ErrorCode.NETWORK_EXCEPTION,
+    ErrorCode.UNKNOWN_TOPIC_ID,
+})
+
+# Kafka's own text (Errors.java) for the codes a producer meets, used when a broker sends none.
+DEFAULT_MESSAGES = {
+    ErrorCode.UNKNOWN_SERVER_ERROR: "The server experienced an unexpected error when processing the request.",
+    ErrorCode.CORRUPT_MESSAGE: "This message has failed its CRC checksum, exceeds the valid size, has a null "
+                               "key for a compacted topic, or is otherwise corrupt.",
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
+    ErrorCode.LEADER_NOT_AVAILABLE: "There is no leader for this topic-partition as we are in the middle of a "
+                                    "leadership election.",
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: "For requests intended only for the leader, this error indicates that the "
+                                      "broker is not the current leader. For requests intended for any replica, "
+                                      "this error indicates that the broker is not a replica of the topic partition.",
+    ErrorCode.REQUEST_TIMED_OUT: "The request timed out.",
+    ErrorCode.MESSAGE_TOO_LARGE: "The request included a message larger than the max message size the server "
+                                 "will accept.",
+    ErrorCode.NETWORK_EXCEPTION: "The server disconnected before a response was received.",
+    ErrorCode.INVALID_TOPIC_EXCEPTION: "The request attempted to perform an operation on an invalid topic.",
+    ErrorCode.RECORD_LIST_TOO_LARGE: "The request included message batch larger than the configured segment size "
+                                     "on the server.",
+    ErrorCode.NOT_ENOUGH_REPLICAS: "Messages are rejected since there are fewer in-sync replicas than required.",
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: "Messages are written to the log, but to fewer in-sync replicas "
+                                                "than required.",
+    ErrorCode.INVALID_REQUIRED_ACKS: "Produce request specified an invalid value for required acks.",
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
+    ErrorCode.INVALID_TIMESTAMP: "The timestamp of the message is out of acceptable range.",
+    ErrorCode.UNSUPPORTED_VERSION: "The version of API is not supported.",
+    ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT: "The message format version on the broker does not support the "
+                                              "request.",
+    ErrorCode.KAFKA_STORAGE_ERROR: "Disk error when trying to access log file on the disk.",
+    ErrorCode.UNSUPPORTED_COMPRESSION_TYPE: "The requesting client does not support the compression type of "
+                                            "given partition.",
+    ErrorCode.INVALID_RECORD: "This record has failed the validation on broker and hence will be rejected.",
+}
+
+
+class BrokerResponseError(KafkaError):
+    """A broker answered a request for a partition with an error code."""
+
+    def __init__(self, code: ErrorCode | int, message: str | None = None) -> None:
+        try:
+            self.code = ErrorCode(code)
+        except ValueError:
+            self.code = ErrorCode.UNKNOWN_SERVER_ERROR
+        self.message = message or DEFAULT_MESSAGES.get(self.code, self.code.name)
+        super().__init__(self.message)
+
+    @property
+    def retriable(self) -> bool:  # type: ignore[override]
+        return self.code in RETRIABLE_CODES
+
+    @property
+    def invalid_metadata(self) -> bool:
+        return self.code in INVALID_METADATA_CODES
+
+    @property
+    def name(self) -> str:
+        return self.code.name
+
+    @property
+    def java_class(self) -> str:
+        return _ERRORS + java_exception_name(self.code)
+
+
+def error_for_code(code: ErrorCode | int, message: str | None = None) -> KafkaError:
+    """The exception a user sees for a broker's error code (None is not an error)."""
+    if code == ErrorCode.REQUEST_TIMED_OUT:
+        return KafkaTimeoutError(message or DEFAULT_MESSAGES[ErrorCode.REQUEST_TIMED_OUT])
+    if code == ErrorCode.NETWORK_EXCEPTION:
+        return NetworkError(message or DEFAULT_MESSAGES[ErrorCode.NETWORK_EXCEPTION])
+    if code == ErrorCode.MESSAGE_TOO_LARGE:
+        return RecordTooLargeError(message or DEFAULT_MESSAGES[ErrorCode.MESSAGE_TOO_LARGE])
+    if code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+        return TopicAuthorizationError(message or DEFAULT_MESSAGES[ErrorCode.TOPIC_AUTHORIZATION_FAILED])
+    if code == ErrorCode.INVALID_TOPIC_EXCEPTION:
+        return InvalidTopicError(message or DEFAULT_MESSAGES[ErrorCode.INVALID_TOPIC_EXCEPTION])
+    return BrokerResponseError(code, message)
+
+
+def java_view(error: BaseException) -> str:
+    """`java.class.Name: message`, the first line of a Java stack trace for this error."""
+    name = error.java_class if isinstance(error, KafkaError) else f"{type(error).__module__}.{type(error).__qualname__}"
+    text = str(error)
+    return f"{name}: {text}" if text else name
+
+
+__all__ = ["BrokerResponseError", "ConfigError", "DEFAULT_MESSAGES", "INVALID_METADATA_CODES", "IllegalStateError",
+           "InvalidTopicError", "KafkaError", "KafkaTimeoutError", "NetworkError", "RETRIABLE_CODES",
+           "RecordTooLargeError", "SerializationError", "TopicAuthorizationError", "UnsupportedFeatureError",
+           "error_for_code", "java_view"]

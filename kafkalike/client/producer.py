@@ -1,0 +1,397 @@
+"""KafkaProducer: the Java producer's semantics with a Python face.
+
+    producer = KafkaProducer({"bootstrap.servers": "localhost:9092", "acks": "all"})
+    future = producer.send("events", b"value", key=b"k", headers=[("h", b"v")])
+    metadata = future.get(timeout=10)       # RecordMetadata(topic, partition, offset, ...)
+    producer.send("events", b"v2", callback=lambda md, err: ...)
+    producer.flush(); producer.close()
+
+send() is thread safe and returns at once with a future; a background thread batches
+and sends (see accumulator and sender). What Java reports through the returned future
+or the callback when the record never made it into a batch - no metadata for the topic
+within max.block.ms, no buffer memory within max.block.ms, a record larger than
+max.request.size or buffer.memory, a serializer failure - is raised from send() here
+instead, as kafka-python does, so a caller cannot miss it; the callback is then not
+called. Everything that happens after the record was accepted reaches the callback
+(exactly once, with exactly one of metadata and exception set) and the future.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from kafkalike.client.accumulator import (
+    FutureRecordMetadata,
+    RecordAccumulator,
+    RecordMetadata,
+    record_size_upper_bound,
+)
+from kafkalike.client.config import producer_config
+from kafkalike.client.connection import parse_bootstrap_servers
+from kafkalike.client.errors import (
+    ConfigError,
+    IllegalStateError,
+    KafkaError,
+    KafkaTimeoutError,
+    RecordTooLargeError,
+    SerializationError,
+)
+from kafkalike.client.metadata import Metadata, PartitionInfo
+from kafkalike.client.network import NetworkClient
+from kafkalike.client.partitioner import resolve_partitioner
+from kafkalike.client.sender import Sender
+from kafkalike.client.serializers import is_passthrough, load_object, resolve_serializer
+from kafkalike.records.compression import codec_by_name
+from kafkalike.records.header import HEADER_SIZE
+from kafkalike.records.record import MAX_RECORD_OVERHEAD
+
+log = logging.getLogger("kafkalike.client.producer")
+
+_client_ids = itertools.count(1)
+_monotonic = time.monotonic
+_time = time.time
+# A v2 batch header plus the most a record adds beyond its key, value and headers.
+_MAX_OVERHEAD = HEADER_SIZE + MAX_RECORD_OVERHEAD
+
+Headers = Sequence[tuple[str, "bytes | None"]]
+
+
+@dataclass
+class ProducerRecord:
+    """Java's ProducerRecord; send() also takes these fields as arguments."""
+
+    topic: str
+    value: Any = None
+    key: Any = None
+    partition: int | None = None
+    headers: Headers | Mapping[str, bytes | None] | None = None
+    timestamp: int | None = None
+
+
+class ProducerInterceptor:
+    """Base for interceptor.classes entries (subclassing is optional: duck typing works)."""
+
+    def on_send(self, record: ProducerRecord) -> ProducerRecord:
+        return record
+
+    def on_acknowledgement(self, metadata: RecordMetadata, exception: Exception | None) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class _Interceptors:
+    """Calls every interceptor in order; their exceptions are logged, never raised (as Java)."""
+
+    items: list = field(default_factory=list)
+
+    def on_send(self, record: ProducerRecord) -> ProducerRecord:
+        for interceptor in self.items:
+            try:
+                record = interceptor.on_send(record)
+            except Exception:
+                log.warning("Error executing interceptor onSend callback", exc_info=True)
+        return record
+
+    def on_acknowledgement(self, metadata: RecordMetadata, exception: Exception | None) -> None:
+        for interceptor in self.items:
+            try:
+                interceptor.on_acknowledgement(metadata, exception)
+            except Exception:
+                log.warning("Error executing interceptor onAcknowledgement callback", exc_info=True)
+
+    def close(self) -> None:
+        for interceptor in self.items:
+            try:
+                close = getattr(interceptor, "close", None)
+                if close is not None:
+                    close()
+            except Exception:
+                log.warning("Failed to close producer interceptor", exc_info=True)
+
+
+def _load_interceptors(specs: Iterable[Any], configs: Mapping[str, Any]) -> _Interceptors:
+    items = []
+    for spec in specs:
+        if isinstance(spec, str):
+            try:
+                spec = load_object(spec)
+            except (ImportError, AttributeError) as error:
+                raise ConfigError(f"Invalid value {spec} for configuration interceptor.classes: Class {spec} "
+                                  f"could not be found ({error})") from None
+        if isinstance(spec, type):
+            spec = spec()
+            configure = getattr(spec, "configure", None)
+            if callable(configure):
+                configure(dict(configs))
+        items.append(spec)
+    return _Interceptors(items)
+
+
+def _normalize_headers(headers) -> list[tuple[str, bytes | None]]:
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    out = []
+    for key, value in items:
+        if not isinstance(key, str):
+            raise SerializationError(f"Header keys must be str, not {type(key).__name__}")
+        if value is not None and type(value) is not bytes:
+            if isinstance(value, str):
+                value = value.encode("utf-8")
+            elif isinstance(value, (bytearray, memoryview)):
+                value = bytes(value)
+            else:
+                raise SerializationError(f"Header values must be bytes or None, not {type(value).__name__}")
+        out.append((key, value))
+    return out
+
+
+class KafkaProducer:
+    """A thread-safe producer; see the module docstring. Configs use Kafka's dotted names."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
+        merged = dict(config or {})
+        merged.update({k.replace("_", "."): v for k, v in overrides.items()})
+        self.config = cfg = producer_config(merged)
+        self.client_id = cfg["client.id"] or f"producer-{next(_client_ids)}"
+        self._log_prefix = f"[Producer clientId={self.client_id}] "
+        servers = cfg["bootstrap.servers"]
+        try:
+            addresses = parse_bootstrap_servers(",".join(servers) if isinstance(servers, list) else servers)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        self._key_serializer = resolve_serializer(cfg["key.serializer"], cfg, True)
+        self._value_serializer = resolve_serializer(cfg["value.serializer"], cfg, False)
+        self._key_passthrough = is_passthrough(self._key_serializer)
+        self._value_passthrough = is_passthrough(self._value_serializer)
+        self._partitioner = resolve_partitioner(cfg["partitioner.class"], cfg)
+        self._sticky = callable(getattr(self._partitioner, "on_new_batch", None))
+        self._interceptors = _load_interceptors(cfg["interceptor.classes"], cfg)
+        self._max_block = cfg["max.block.ms"] / 1000
+        self._max_request_size = cfg["max.request.size"]
+        self._buffer_memory = cfg["buffer.memory"]
+        self._metadata = Metadata(addresses, retry_backoff_ms=cfg["retry.backoff.ms"],
+                                  max_age_ms=cfg["metadata.max.age.ms"], max_idle_ms=cfg["metadata.max.idle.ms"])
+        self._accumulator = RecordAccumulator(
+            batch_size=cfg["batch.size"], compression=codec_by_name(cfg["compression.type"]),
+            linger_ms=cfg["linger.ms"], retry_backoff_ms=cfg["retry.backoff.ms"],
+            delivery_timeout_ms=cfg["delivery.timeout.ms"], buffer_memory=cfg["buffer.memory"])
+        client = NetworkClient(
+            self._metadata, client_id=self.client_id,
+            max_in_flight=cfg["max.in.flight.requests.per.connection"],
+            request_timeout_ms=cfg["request.timeout.ms"], reconnect_backoff_ms=cfg["reconnect.backoff.ms"],
+            reconnect_backoff_max_ms=cfg["reconnect.backoff.max.ms"],
+            connection_setup_timeout_ms=cfg["socket.connection.setup.timeout.ms"],
+            send_buffer_bytes=cfg["send.buffer.bytes"], receive_buffer_bytes=cfg["receive.buffer.bytes"],
+            log_prefix=self._log_prefix)
+        self._sender = Sender(
+            client, self._metadata, self._accumulator, acks=int(cfg["acks"]), retries=cfg["retries"],
+            request_timeout_ms=cfg["request.timeout.ms"], max_request_size=cfg["max.request.size"],
+            guarantee_order=cfg["max.in.flight.requests.per.connection"] == 1, log_prefix=self._log_prefix,
+            name=f"kafka-producer-network-thread | {self.client_id}")
+        self._wakeup = client.wakeup  # cheap when a wakeup is already pending
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._sender.start()
+
+    def __enter__(self) -> KafkaProducer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<KafkaProducer client.id={self.client_id}{' closed' if self._closed else ''}>"
+
+    # -- sending ------------------------------------------------------------------------
+
+    def send(self, topic: str | ProducerRecord, value: Any = None, key: Any = None, partition: int | None = None,
+             headers: Headers | Mapping[str, bytes | None] | None = None, timestamp: int | None = None,
+             callback: Callable[[RecordMetadata | None, Exception | None], None] | None = None
+             ) -> FutureRecordMetadata:
+        """Queue one record; returns a future of its RecordMetadata."""
+        if self._closed:
+            raise IllegalStateError("Cannot perform operation after producer has been closed")
+        if type(topic) is not str:
+            if not isinstance(topic, ProducerRecord):
+                raise TypeError(f"topic must be a str or a ProducerRecord, not {type(topic).__name__}")
+            record = topic
+            topic, value, key, partition = record.topic, record.value, record.key, record.partition
+            headers, timestamp = record.headers, record.timestamp
+        interceptors = self._interceptors
+        if interceptors.items:
+            record = interceptors.on_send(ProducerRecord(topic, value, key, partition, headers, timestamp))
+            topic, value, key, partition = record.topic, record.value, record.key, record.partition
+            headers, timestamp = record.headers, record.timestamp
+        try:
+            return self._send(topic, value, key, partition, headers, timestamp, callback)
+        except KafkaError as error:
+            if interceptors.items:
+                interceptors.on_acknowledgement(
+                    RecordMetadata(topic, -1 if partition is None else partition, -1, -1, -1, -1), error)
+            raise
+
+    def _send(self, topic, value, key, partition, headers, timestamp, callback) -> FutureRecordMetadata:
+        if self._key_passthrough and (key is None or type(key) is bytes):
+            key_bytes = key
+        else:
+            key_bytes = self._key_serializer(topic, key)
+        if self._value_passthrough and (value is None or type(value) is bytes):
+            value_bytes = value
+        else:
+            value_bytes = self._value_serializer(topic, value)
+        if headers:
+            headers = _normalize_headers(headers)
+        size = _MAX_OVERHEAD
+        if key_bytes is not None:
+            size += len(key_bytes)
+        if value_bytes is not None:
+            size += len(value_bytes)
+        if headers:
+            size = HEADER_SIZE + record_size_upper_bound(key_bytes, value_bytes, headers)
+        if size > self._max_request_size or size > self._buffer_memory:
+            self._raise_too_large(size)
+        now = _monotonic()
+        view = self._metadata.cluster.topics.get(topic)
+        if view is None or (partition is not None and partition >= len(view.partitions)):
+            cluster = self._wait_on_metadata(topic, partition, now)
+            view = cluster.topics[topic]
+        else:
+            cluster = self._metadata.cluster
+            self._metadata.touch(topic, now)
+        sticky = False
+        if partition is None:
+            partition = self._partitioner.partition(topic, key, key_bytes, value, value_bytes, cluster)
+            sticky = self._sticky
+        elif partition < 0:
+            raise KafkaError(f"Invalid partition given with record: {partition} is not in the range "
+                             f"[0...{len(view.partitions)}].")
+        if timestamp is None:
+            timestamp = int(_time() * 1000)
+        if callback is not None or self._interceptors.items:
+            callback = self._wrap_callback(callback, topic, partition)
+        deadline = now + self._max_block
+        accumulator = self._accumulator
+        future, full, new_batch = accumulator.append((topic, partition), timestamp, key_bytes, value_bytes,
+                                                     headers, callback, deadline, sticky, now)
+        if future is None:
+            # The sticky partition needs a new batch: let the partitioner move on first (KIP-480).
+            self._partitioner.on_new_batch(topic, cluster, partition)
+            previous = partition
+            partition = self._partitioner.partition(topic, key, key_bytes, value, value_bytes, cluster)
+            if callback is not None and partition != previous:
+                callback = self._wrap_callback(callback.user_callback, topic, partition)
+            future, full, new_batch = accumulator.append((topic, partition), timestamp, key_bytes, value_bytes,
+                                                         headers, callback, deadline, False, now)
+        if full or new_batch:
+            self._wakeup()
+        return future
+
+    def _raise_too_large(self, size: int) -> None:
+        if size > self._max_request_size:
+            raise RecordTooLargeError(f"The message is {size} bytes when serialized which is larger than "
+                                      f"{self._max_request_size}, which is the value of the max.request.size "
+                                      "configuration.")
+        raise RecordTooLargeError(f"The message is {size} bytes when serialized which is larger than the total "
+                                  "memory buffer you have configured with the buffer.memory configuration.")
+
+    def _wrap_callback(self, user_callback, topic: str, partition: int):
+        interceptors = self._interceptors
+
+        def on_completion(metadata: RecordMetadata | None, exception: Exception | None) -> None:
+            if interceptors.items:
+                interceptors.on_acknowledgement(
+                    metadata if metadata is not None else RecordMetadata(topic, partition, -1, -1, -1, -1), exception)
+            if user_callback is not None:
+                user_callback(metadata, exception)
+        on_completion.user_callback = user_callback  # type: ignore[attr-defined]
+        return on_completion
+
+    def _wait_on_metadata(self, topic: str, partition: int | None, start: float):
+        """Block until the topic (and partition) are known, up to max.block.ms (Java's waitOnMetadata)."""
+        metadata = self._metadata
+        max_wait = self._max_block
+        count: int | None = None
+        while True:
+            metadata.add_topic(topic, time.monotonic())
+            version = metadata.request_update()
+            self._sender.wakeup()
+            elapsed = time.monotonic() - start
+            try:
+                metadata.await_update(version, max(0.0, max_wait - elapsed))
+                timed_out = False
+            except KafkaTimeoutError:
+                timed_out = True
+            cluster = metadata.cluster
+            count = cluster.partition_count(topic)
+            elapsed = time.monotonic() - start
+            if count is not None and (partition is None or partition < count):
+                return cluster
+            if timed_out or elapsed >= max_wait:
+                if count is None:
+                    raise KafkaTimeoutError(f"Topic {topic} not present in metadata after {int(max_wait * 1000)} ms.")
+                raise KafkaTimeoutError(f"Partition {partition} of topic {topic} with partition count {count} is "
+                                        f"not present in metadata after {int(max_wait * 1000)} ms.")
+            metadata.raise_if_fatal(topic)
+            # Java asks again at once; the metadata's retry backoff spaces the requests.
+
+    # -- the rest of the API ---------------------------------------------------------------
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Make everything queued sendable now and wait until it is acknowledged or failed."""
+        self._accumulator.begin_flush()
+        self._sender.wakeup()
+        try:
+            self._accumulator.await_flush_completion(timeout)
+        finally:
+            self._accumulator.end_flush()
+
+    def partitions_for(self, topic: str) -> list[PartitionInfo]:
+        """The topic's partitions (waits for metadata up to max.block.ms)."""
+        cluster = self._metadata.cluster
+        if topic not in cluster.topics:
+            cluster = self._wait_on_metadata(topic, None, time.monotonic())
+        return cluster.partitions_for_topic(topic)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Send what is queued and stop; after `timeout` seconds, fail what is left and stop.
+
+        close(0) fails queued records at once. Called from a callback (the sender thread)
+        it cannot wait for itself, so it always behaves as close(0) there, as in Java.
+        """
+        with self._close_lock:
+            if self._closed and not self._sender.is_alive():
+                return
+            self._closed = True
+        if threading.current_thread() is self._sender:
+            if timeout is None or timeout > 0:
+                log.warning("%sOverriding close timeout to 0 ms to prevent useless blocking wait from the producer "
+                            "I/O thread.", self._log_prefix)
+            self._sender.force_close()
+            return
+        if timeout is not None and timeout <= 0:
+            self._sender.force_close()
+        else:
+            self._sender.initiate_close()
+        self._sender.join(timeout)
+        if self._sender.is_alive():
+            self._sender.force_close()
+            self._sender.join()
+        self._interceptors.close()
+        close = getattr(self._partitioner, "close", None)
+        if callable(close):
+            close()
+
+    def metrics(self) -> dict[str, Any]:
+        """A few numbers a user checks when tuning (Java's metrics are not reproduced)."""
+        pool = self._accumulator.pool
+        return {"buffer-total-bytes": pool.total, "buffer-available-bytes": pool.available,
+                "waiting-threads": pool.waiters, "requests-in-flight": self._sender.client.in_flight_count()}
+
+
+__all__ = ["KafkaProducer", "ProducerInterceptor", "ProducerRecord", "RecordMetadata", "FutureRecordMetadata"]

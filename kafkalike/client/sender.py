@@ -1,0 +1,286 @@
+"""The producer's background thread: drains the accumulator into Produce requests.
+
+Each loop, as Java's Sender does: refresh metadata if due; ask the accumulator which
+leaders have sendable batches; connect to those not yet connected; drain at most one
+batch per partition and max.request.size bytes per leader; fail batches that passed
+delivery.timeout.ms; send one Produce request per leader; then poll the network until
+something can happen. Answers complete batches, or put them back at the head of their
+queue to retry (retriable errors, while retries and delivery.timeout.ms allow), or split
+them (MESSAGE_TOO_LARGE for a batch of several records). Errors that mean the
+leader moved, and lost connections, trigger a metadata refresh first.
+
+With max.in.flight.requests.per.connection=1 a partition is muted while its batch is in
+flight, so retries cannot reorder records.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from kafkalike.client.accumulator import ProducerBatch, RecordAccumulator
+from kafkalike.client.errors import (
+    INVALID_METADATA_CODES,
+    KafkaError,
+    KafkaTimeoutError,
+    UnsupportedFeatureError,
+    error_for_code,
+)
+from kafkalike.client.metadata import Metadata, TopicPartition
+from kafkalike.client.network import NetworkClient
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.metadata import MetadataRequest
+from kafkalike.protocol.messages.produce import ProduceRequest
+
+log = logging.getLogger("kafkalike.client.sender")
+network_log = logging.getLogger("kafkalike.client.network")
+
+# Produce v3 is the first that carries v2 record batches, the only format we write.
+MIN_PRODUCE_VERSION = 3
+_MAX_POLL = 0.5  # seconds; bounds how late close() or a new topic is noticed if no wakeup came
+
+
+class Sender(threading.Thread):
+    def __init__(self, client: NetworkClient, metadata: Metadata, accumulator: RecordAccumulator, *,
+                 acks: int, retries: int, request_timeout_ms: int, max_request_size: int,
+                 guarantee_order: bool, log_prefix: str = "", name: str = "kafka-producer-network-thread") -> None:
+        super().__init__(name=name, daemon=True)
+        self.client = client
+        self.metadata = metadata
+        self.accumulator = accumulator
+        self.acks = acks
+        self.retries = retries
+        self.request_timeout_ms = request_timeout_ms
+        self.max_request_size = max_request_size
+        self.guarantee_order = guarantee_order
+        self.log_prefix = log_prefix
+        self._running = True
+        self._force_close = False
+        self._in_flight: dict[TopicPartition, list[ProducerBatch]] = {}
+        self._metadata_in_flight = False
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def run(self) -> None:
+        while self._running:
+            self._run_once_safely()
+        # Closing: send what is queued and wait for the answers, unless forced.
+        while not self._force_close and (self.accumulator.has_undrained() or self.client.in_flight_count() > 0
+                                         or self._in_flight):
+            self._run_once_safely()
+        if self._force_close:
+            self.accumulator.abort_incomplete(KafkaError("Producer is closed forcefully."))
+            self._in_flight.clear()
+        self.client.close()
+        self.metadata.close()
+
+    def _run_once_safely(self) -> None:
+        try:
+            self.run_once()
+        except Exception:  # the thread must survive anything a loop throws
+            log.exception("%sUncaught error in kafka producer I/O thread: ", self.log_prefix)
+            time.sleep(0.01)
+
+    def initiate_close(self) -> None:
+        self.accumulator.close()
+        self._running = False
+        self.wakeup()
+
+    def force_close(self) -> None:
+        self._force_close = True
+        self.initiate_close()
+
+    def wakeup(self) -> None:
+        self.client.wakeup()
+
+    # -- one loop ---------------------------------------------------------------------------
+
+    def run_once(self) -> None:
+        now = time.monotonic()
+        metadata_wait = self._maybe_update_metadata(now)
+        poll_timeout = min(self._send_produce_data(now), metadata_wait, _MAX_POLL)
+        self.client.poll(poll_timeout)
+
+    def _maybe_update_metadata(self, now: float) -> float:
+        if self._metadata_in_flight:
+            return self.client.request_timeout
+        wait = self.metadata.time_to_next_update(now)
+        if wait > 0:
+            return wait
+        node = self.client.least_loaded_node(now)
+        if node is None:
+            return self.client.reconnect_backoff
+        if not self.client.ready(node, now):
+            return self.client.reconnect_backoff if self.client.connection_delay(node, now) else _MAX_POLL
+        topics = self.metadata.topics(now)
+        version = self.client.version_for(node, MetadataRequest.API_KEY)
+        request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+                                  allow_auto_topic_creation=True)
+        if version < 1 and not topics:
+            return _MAX_POLL  # v0 cannot ask for "no topics"
+        self._metadata_in_flight = True
+        self.metadata.attempted(now)
+        correlation: list[int] = []
+        correlation.append(self.client.send(
+            node, request, lambda response, error: self._handle_metadata(response, error, correlation[0]),
+            now, version=version))
+        return self.client.request_timeout
+
+    def _handle_metadata(self, response, error: Exception | None, correlation_id: int) -> None:
+        self._metadata_in_flight = False
+        now = time.monotonic()
+        if error is not None or response is None:
+            self.metadata.failed(now)
+            return
+        errors = self.metadata.update(response, now)
+        if errors:
+            network_log.warning("%sError while fetching metadata with correlation id %d : {%s}", self.log_prefix,
+                                correlation_id, ", ".join(f"{t}={c.name}" for t, c in errors.items()))
+            if any(c in (ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                   for c in errors.values()):
+                self.metadata.request_update()  # auto-creation under way: ask again after the backoff
+
+    def _send_produce_data(self, now: float) -> float:
+        cluster = self.metadata.cluster
+        check = self.accumulator.ready(cluster, now)
+        if check.unknown_leader_topics:
+            for topic in check.unknown_leader_topics:
+                self.metadata.add_topic(topic, now)
+            self.metadata.request_update()
+        not_ready_timeout = float("inf")
+        for node in list(check.nodes):
+            if not self.client.ready(node, now):
+                check.nodes.discard(node)
+                not_ready_timeout = min(not_ready_timeout, self.client.connection_delay(node, now))
+        batches = self.accumulator.drain(cluster, check.nodes, self.max_request_size, now)
+        for node_batches in batches.values():
+            for batch in node_batches:
+                self._in_flight.setdefault(batch.tp, []).append(batch)
+                if self.guarantee_order:
+                    self.accumulator.mute(batch.tp)
+        for batch in self.accumulator.expired_batches(now):
+            self._fail_expired(batch, now)
+        for tp, in_flight in list(self._in_flight.items()):
+            for batch in list(in_flight):
+                if now - batch.created >= self.accumulator.delivery_timeout:
+                    self._fail_expired(batch, now)
+        for node, node_batches in batches.items():
+            self._send_produce_request(node, node_batches, now)
+        if batches:
+            return 0.0  # more may be sendable at once (the next batch of a full partition)
+        return min(check.next_delay, not_ready_timeout, max(0.0, self.accumulator.next_expiry() - now))
+
+    def _fail_expired(self, batch: ProducerBatch, now: float) -> None:
+        error = KafkaTimeoutError(f"Expiring {batch.count} record(s) for {batch.tp}:"
+                                  f"{int((now - batch.created) * 1000)} ms has passed since batch creation")
+        self._finish(batch, -1, -1, error)
+
+    # -- produce requests and answers ----------------------------------------------------------
+
+    def _send_produce_request(self, node: int, batches: list[ProducerBatch], now: float) -> None:
+        try:
+            version = self.client.version_for(node, ProduceRequest.API_KEY)
+            if version < MIN_PRODUCE_VERSION:
+                raise UnsupportedFeatureError(f"The broker's Produce versions end at v{version}; record batches "
+                                              f"v2 need v{MIN_PRODUCE_VERSION} or newer")
+        except UnsupportedFeatureError as error:
+            for batch in batches:
+                self._finish(batch, -1, -1, error)
+            return
+        by_topic: dict[str, list] = {}
+        by_tp: dict[tuple[str, int], ProducerBatch] = {}
+        for batch in batches:
+            data = batch.build()
+            self.accumulator.record_compression(batch)
+            by_topic.setdefault(batch.tp.topic, []).append(
+                ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=data))
+            by_tp[(batch.tp.topic, batch.tp.partition)] = batch
+        request = ProduceRequest(transactional_id=None, acks=self.acks, timeout_ms=self.request_timeout_ms,
+                                 topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p)
+                                             for t, p in by_topic.items()])
+        correlation: list[int] = []
+
+        def on_response(response, error: Exception | None) -> None:
+            self._handle_produce_response(node, correlation[0] if correlation else -1, by_tp, response, error)
+
+        correlation.append(self.client.send(node, request, on_response, now, version=version,
+                                            expect_response=self.acks != 0))
+
+    def _handle_produce_response(self, node: int, correlation_id: int, batches: dict, response,
+                                 error: Exception | None) -> None:
+        now = time.monotonic()
+        if error is not None:
+            code = ErrorCode.REQUEST_TIMED_OUT if isinstance(error, KafkaTimeoutError) else ErrorCode.NETWORK_EXCEPTION
+            for batch in batches.values():
+                self._complete(batch, code, -1, -1, str(error), correlation_id, now)
+            return
+        if response is None:  # acks=0: done once written, offsets unknown
+            for batch in batches.values():
+                self._complete(batch, ErrorCode.NONE, -1, -1, None, correlation_id, now)
+            return
+        seen = set()
+        for topic in response.responses:
+            for p in topic.partition_responses:
+                batch = batches.get((topic.name, p.index))
+                if batch is None:
+                    continue
+                seen.add((topic.name, p.index))
+                message = p.error_message
+                if not message and p.record_errors:
+                    message = "; ".join(e.batch_index_error_message or "" for e in p.record_errors) or None
+                self._complete(batch, p.error_code, p.base_offset, p.log_append_time_ms, message, correlation_id, now)
+        for key, batch in batches.items():
+            if key not in seen:  # a broker that leaves a partition out of its answer
+                self._complete(batch, ErrorCode.UNKNOWN_SERVER_ERROR, -1, -1,
+                               "The broker's response left this partition out", correlation_id, now)
+
+    def _complete(self, batch: ProducerBatch, code: int, base_offset: int, log_append_time: int,
+                  message: str | None, correlation_id: int, now: float) -> None:
+        if batch.finished:  # expired while in flight: its records already failed
+            self._forget(batch)
+            return
+        if code == ErrorCode.NONE:
+            self._finish(batch, base_offset, log_append_time, None)
+            return
+        if code == ErrorCode.MESSAGE_TOO_LARGE and batch.count > 1:
+            log.warning("%sGot error produce response in correlation id %d on topic-partition %s, splitting and "
+                        "retrying (%d attempts left). Error: %s", self.log_prefix, correlation_id, batch.tp,
+                        self.retries - batch.attempts, ErrorCode(code).name)
+            self._forget(batch)
+            self.accumulator.split_and_reenqueue(batch, now)
+            self.accumulator.deallocate(batch)
+            return
+        error = error_for_code(code, message)
+        if code in INVALID_METADATA_CODES:
+            log.warning("%sReceived invalid metadata error in produce request on partition %s due to %s. Going to "
+                        "request metadata update now", self.log_prefix, batch.tp, f"{error.java_class}: {error}")
+            self.metadata.request_update()
+        if error.retriable and batch.attempts < self.retries and \
+                now - batch.created < self.accumulator.delivery_timeout:
+            log.warning("%sGot error produce response with correlation id %d on topic-partition %s, retrying (%d "
+                        "attempts left). Error: %s", self.log_prefix, correlation_id, batch.tp,
+                        self.retries - batch.attempts - 1, ErrorCode(code).name)
+            self._forget(batch)
+            self.accumulator.reenqueue(batch, now)
+            return
+        self._finish(batch, -1, -1, error)
+
+    def _forget(self, batch: ProducerBatch) -> None:
+        in_flight = self._in_flight.get(batch.tp)
+        if in_flight is not None:
+            try:
+                in_flight.remove(batch)
+            except ValueError:
+                pass
+            if not in_flight:
+                del self._in_flight[batch.tp]
+        if self.guarantee_order:
+            self.accumulator.unmute(batch.tp)
+
+    def _finish(self, batch: ProducerBatch, base_offset: int, log_append_time: int, error: Exception | None) -> None:
+        self._forget(batch)
+        batch.done(base_offset, log_append_time, error)
+        self.accumulator.deallocate(batch)
+
+
+__all__ = ["Sender"]
