@@ -114,7 +114,15 @@ class KafkaConnection(Int32StringReceiver):
         except Exception:
             log.exception("Error handling %s v%d from %s", reg.spec.name, version, self.peer)
             result = reg.error_response(request, version, ErrorCode.UNKNOWN_SERVER_ERROR)
+        if isinstance(result, defer.Deferred):
+            # A handler that fails later is answered like one that raised at once.
+            result.addErrback(self._handler_failed, ctx, reg, request, version)
         return self._send_result(ctx, result, version)
+
+    def _handler_failed(self, failure, ctx: RequestContext, reg, request, version: int):
+        log.error("Error handling %s v%d from %s: %s", reg.spec.name, version, self.peer,
+                  failure.getTraceback())
+        return reg.error_response(request, version, ErrorCode.UNKNOWN_SERVER_ERROR)
 
     def _send_result(self, ctx: RequestContext, result, version: int):
         if isinstance(result, defer.Deferred):

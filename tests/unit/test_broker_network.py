@@ -133,3 +133,18 @@ def test_unsupported_version_gets_unsupported_version_error():
         assert resp.topics[0].error_code == ErrorCode.UNSUPPORTED_VERSION
     finally:
         HANDLERS[3] = saved
+
+
+def test_a_handler_failing_later_is_answered_with_unknown_server_error():
+    from kafkalike.broker.registry import generic_error_response
+    saved = HANDLERS[3]
+    HANDLERS[3] = Registration(APIS[3], 0, 11, lambda ctx, req: defer.fail(RuntimeError("boom")),
+                               generic_error_response)
+    try:
+        conn, transport = connect()
+        conn.dataReceived(frame(3, 9, 4, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="t")])))
+        [(corr, resp)] = responses(transport, (3, 9))
+        assert corr == 4 and resp.topics[0].error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+        assert not transport.disconnecting
+    finally:
+        HANDLERS[3] = saved
