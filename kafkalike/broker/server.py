@@ -24,6 +24,8 @@ from kafkalike.broker.registry import load_handlers
 from kafkalike.broker.replica_fetcher import ReplicaFetcherManager
 from kafkalike.broker.replica_manager import ReplicaManager
 from kafkalike.controller.controller import KafkaController
+from kafkalike.coordinator.config import OFFSETS_TOPIC
+from kafkalike.coordinator.coordinator import GroupCoordinator
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.storage.config import KEYS_BY_NAME, LogConfig
 from kafkalike.storage.manager import LogManager
@@ -66,6 +68,7 @@ class KafkaServer:
         self.replica_manager: ReplicaManager | None = None
         self.metadata_cache: MetadataCache | None = None
         self.controller: KafkaController | None = None
+        self.group_coordinator: GroupCoordinator | None = None
         self.admin = AdminManager(self)
         self.ports: list = []
         self._tasks: list[task.LoopingCall] = []
@@ -129,6 +132,8 @@ class KafkaServer:
         self.replica_manager.replica_lag_ms = cfg.get("replica.lag.time.max.ms")
         self.alter_isr = self.replica_manager.alter_isr = AlterIsrManager(self)
         self.fetchers = ReplicaFetcherManager(self)
+        self.group_coordinator = GroupCoordinator.for_server(self)
+        self.group_coordinator.startup()
         load_handlers()
         await self._listen()
         self.zk.add_session_listener(self._on_session_event)
@@ -288,6 +293,12 @@ class KafkaServer:
                     if not ok:
                         outcome[tp] = ErrorCode.STALE_CONTROLLER_EPOCH
                         continue
+                    if topic == OFFSETS_TOPIC:
+                        # The group coordinator follows leadership of __consumer_offsets.
+                        if role == "leader":
+                            self.group_coordinator.on_elected(s.partition_index, s.leader_epoch)
+                        else:
+                            self.group_coordinator.on_resigned(s.partition_index, s.leader_epoch)
                     state_log.info("[Broker id=%d] Handled LeaderAndIsr request correlationId from "
                                    "controller %d epoch %d: %s-%d is now %s with leader epoch %d, isr %s",
                                    self.broker_id, request.controller_id, request.controller_epoch,
@@ -317,6 +328,8 @@ class KafkaServer:
             self.fetchers.remove((topic, partition))
             try:
                 self.replica_manager.remove_partition((topic, partition), delete)
+                if topic == OFFSETS_TOPIC:
+                    self.group_coordinator.on_resigned(partition)
                 if delete and not any(t == topic for t, _ in self.replica_manager.partitions):
                     self.topic_overrides.pop(topic, None)
             except Exception:
@@ -325,7 +338,9 @@ class KafkaServer:
         return errors
 
     def update_metadata(self, request, version: int) -> None:
-        self.metadata_cache.update(request, version)
+        deleted = self.metadata_cache.update(request, version)
+        if deleted and self.group_coordinator is not None:
+            self.group_coordinator.on_topics_deleted(deleted)
         self.admin.on_metadata_update()
 
     async def _controlled_shutdown(self) -> None:
@@ -381,6 +396,8 @@ class KafkaServer:
             self._config_watch.cancel()
         if self.controller is not None:
             self.controller.shutdown()
+        if self.group_coordinator is not None:
+            self.group_coordinator.shutdown()
         if self.replica_manager is not None:
             self.fetchers.shutdown()
             self.alter_isr.shutdown()
