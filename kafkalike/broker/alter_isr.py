@@ -69,6 +69,10 @@ class AlterIsrManager:
             self.conn = await outbound.connect(ep.host, ep.port, f"broker-{self.server.broker_id}-alter-isr",
                                                self.server.reactor, timeout=5)
             self.conn_to = controller
+            # A controller that stops (or restarts on the same address) closes this
+            # connection between proposals; a request written to it afterwards would wait
+            # forever and hold every later ISR change behind it.
+            self.conn.closed.addCallback(self._closed, self.conn)
         topics: dict[str, list] = {}
         for (topic, p), part in batch.items():
             topics.setdefault(topic, []).append(AlterIsrRequest.PartitionData(
@@ -98,6 +102,10 @@ class AlterIsrManager:
                 self.server.replica_manager.on_high_watermark_moved(tp)
             else:
                 self.server.replica_manager.produce_purgatory.check_and_complete(tp)
+
+    def _closed(self, _ignored, conn) -> None:
+        if self.conn is conn:
+            self.conn, self.conn_to = None, None
 
     def shutdown(self) -> None:
         if self.conn is not None:

@@ -64,6 +64,13 @@ class ReplicaFetcher:
             self.conn.close()
             self.conn = None
 
+    def _closed(self, _ignored, conn) -> None:
+        """Forget a connection the leader closed while we were idle (it stopped, or lost
+        leadership and restarted): a request written to it would never be answered, and
+        the fetcher would wait on it for good once partitions are added again."""
+        if self.conn is conn:
+            self.conn = None
+
     async def _run(self) -> None:
         reactor = self.server.reactor
         try:
@@ -72,6 +79,7 @@ class ReplicaFetcher:
                     if self.conn is None:
                         self.conn = await outbound.connect(self.host, self.port, f"broker-{self.server.broker_id}-fetcher-0",
                                                            reactor, timeout=5)
+                        self.conn.closed.addCallback(self._closed, self.conn)
                     sent = dict(self.partitions)
                     response = await self.conn.request(self._request(sent), FETCH_VERSION)
                 except Exception as exc:

@@ -143,6 +143,13 @@ class KafkaController:
         for tp in self.ctx.assignments:
             self.ctx.partition_states.setdefault(tp, NEW)
         await self._elect_offline_and_new()
+        # Replicas on brokers that died while there was no controller (the old one among
+        # them) leave the ISRs now, as Kafka's ReplicaStateMachine.startup moves them to
+        # OfflineReplica; left in, they would hold every high watermark and acks=all
+        # write until the leader's replica.lag.time.max.ms shrink.
+        dead = {r for replicas in self.ctx.assignments.values() for r in replicas} - self.ctx.live_ids
+        if dead:
+            await self._remove_from_isr(dead)
         self._send_leader_and_isr_for_all_live()
         await self._on_topic_deletion()
 

@@ -65,11 +65,13 @@ def test_rf3_acks_all_reaches_every_replica(kafka_cluster):
 
 
 def test_follower_loss_shrinks_the_isr_and_return_rejoins(zk_chroot):
+    import shutil
+
     from kafkalike.lab.cluster import Cluster
     from tests.conftest import scratch_dir
-    import shutil
     base = scratch_dir("rep-isr")
-    cluster = Cluster(zk_chroot, base, 3, {"replica.lag.time.max.ms": "3000"})
+    cluster = Cluster(zk_chroot, base, 3, {"replica.lag.time.max.ms": "3000",
+                                           "zookeeper.session.timeout.ms": "6000"})
     try:
         cluster.start()
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
@@ -83,6 +85,15 @@ def test_follower_loss_shrinks_the_isr_and_return_rejoins(zk_chroot):
             producer.produce("isr", value=b"x%d" % i, partition=0)
         assert producer.flush(30) == 0
         wait_until(lambda: follower not in describe(admin, "isr")[0][2], what="ISR shrink")
+        # As with Kafka 2.8, a broker restarted after kill -9 must wait until ZooKeeper has
+        # expired its old session (its /brokers/ids znode), or it refuses to start.
+        from kazoo.client import KazooClient
+        zk = KazooClient(hosts=zk_chroot)
+        zk.start(timeout=15)
+        try:
+            wait_until(lambda: zk.exists(f"/brokers/ids/{follower}") is None, what="old registration gone")
+        finally:
+            zk.stop()
         cluster.broker(follower).restart()
         wait_until(lambda: sorted(describe(admin, "isr")[0][2]) == sorted(replicas), what="ISR expand")
         wait_until(lambda: segment_bytes(cluster.broker(follower), "isr", 0)

@@ -18,7 +18,12 @@ def _fence(ctx: RequestContext, request) -> ErrorCode:
     server = ctx.server
     if request.controller_epoch < server.controller_epoch_seen:
         return ErrorCode.STALE_CONTROLLER_EPOCH
-    if request.broker_epoch not in (-1, server.broker_epoch):
+    # Only an older broker epoch is stale. A newer one is this broker's own fresh
+    # registration: the controller saw /brokers/ids/<id> appear and wrote to us before
+    # our registration call returned with the epoch. Rejecting it (as an exact match
+    # did) left a restarted broker with no metadata and no replicas, for nobody resends
+    # those requests. Kafka's isBrokerEpochStale compares the same way.
+    if request.broker_epoch != -1 and request.broker_epoch < server.broker_epoch:
         return ErrorCode.STALE_BROKER_EPOCH
     server.controller_epoch_seen = request.controller_epoch
     return ErrorCode.NONE

@@ -1,0 +1,102 @@
+"""Replica fetchers and the AlterIsr sender drop a connection the other broker closed.
+
+Between two uses, a peer may stop or restart on the same address (a rolling restart
+does exactly that). A request written to the closed connection would never be
+answered, so the next use must connect again; these tests drive both with a fake
+connection and Twisted's Clock, no sockets.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from twisted.internet import defer
+from twisted.internet.task import Clock
+
+from kafkalike.broker import alter_isr as alter_isr_module
+from kafkalike.broker import replica_fetcher as fetcher_module
+from kafkalike.broker.alter_isr import AlterIsrManager
+from kafkalike.broker.metadata_cache import BrokerInfo, Endpoint
+from kafkalike.broker.partition import Partition
+from kafkalike.broker.replica_fetcher import FetchState, ReplicaFetcher
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.alter_isr import AlterIsrResponse
+from kafkalike.protocol.messages.fetch import FetchResponse
+
+
+class FakeConnection:
+    def __init__(self):
+        self.requests: list[tuple[object, defer.Deferred]] = []
+        self.closed = defer.Deferred()
+
+    def request(self, body, version):
+        d = defer.Deferred()
+        self.requests.append((body, d))
+        return d
+
+    def close(self):
+        if not self.closed.called:
+            self.closed.callback(None)
+
+
+class FakeConnector:
+    """Stands in for outbound.connect: a new FakeConnection per call."""
+
+    def __init__(self):
+        self.made: list[FakeConnection] = []
+
+    def __call__(self, host, port, client_id, reactor, timeout=10):
+        conn = FakeConnection()
+        self.made.append(conn)
+        return defer.succeed(conn)
+
+
+CONFIG = {"replica.fetch.wait.max.ms": 500, "replica.fetch.min.bytes": 1,
+          "replica.fetch.response.max.bytes": 10 << 20, "replica.fetch.max.bytes": 1 << 20,
+          "replica.fetch.backoff.ms": 1000}
+
+
+def test_fetcher_reconnects_after_the_leader_closed_its_idle_connection(monkeypatch):
+    connector = FakeConnector()
+    monkeypatch.setattr(fetcher_module.outbound, "connect", connector)
+    server = SimpleNamespace(config=SimpleNamespace(get=CONFIG.__getitem__), reactor=Clock(), broker_id=0,
+                             replica_manager=SimpleNamespace(partitions={}))
+    fetcher = ReplicaFetcher(server, 1, "127.0.0.1", 9092)
+
+    fetcher.add(("t", 0), FetchState(0, 1))
+    [first] = connector.made
+    [(_, answer)] = first.requests
+    fetcher.remove(("t", 0))                   # leadership moved away meanwhile
+    answer.callback(FetchResponse(responses=[]))
+    assert not fetcher.running                 # nothing left to fetch: the loop ended
+    first.closed.callback(None)                # then the leader stopped
+
+    fetcher.add(("t", 0), FetchState(0, 2))    # it is leader again, restarted
+    assert len(connector.made) == 2, "the fetcher wrote to the connection the leader had closed"
+    assert len(first.requests) == 1 and len(connector.made[1].requests) == 1
+
+
+def test_alter_isr_reconnects_after_the_controller_closed_its_idle_connection(monkeypatch):
+    connector = FakeConnector()
+    monkeypatch.setattr(alter_isr_module.outbound, "connect", connector)
+    clock = Clock()
+    controller = BrokerInfo(1, (Endpoint("PLAINTEXT", "127.0.0.1", 9093),))
+    server = SimpleNamespace(
+        broker_id=0, broker_epoch=7, reactor=clock, shutting_down=False,
+        config=SimpleNamespace(inter_broker_listener_name="PLAINTEXT"),
+        metadata_cache=SimpleNamespace(controller_id=1, brokers={1: controller}))
+    manager = AlterIsrManager(server)
+    part = Partition("t", 0, 0, leader_id=0, leader_epoch=3, isr=[0, 1], replicas=[0, 1, 2])
+
+    assert manager.submit(part, [0, 1, 2])
+    clock.advance(0)
+    [first] = connector.made
+    [(request, answer)] = first.requests
+    assert list(request.topics[0].partitions[0].new_isr) == [0, 1, 2]
+    answer.callback(AlterIsrResponse(error_code=int(ErrorCode.NOT_CONTROLLER)))
+    assert part.pending_isr is None and not manager.sending
+    first.closed.callback(None)                # the controller restarted on the same address
+
+    assert manager.submit(part, [0, 1, 2])
+    clock.advance(0)
+    assert len(connector.made) == 2, "AlterIsr was written to the connection the controller had closed"
+    assert len(connector.made[1].requests) == 1
