@@ -18,12 +18,12 @@ import logging
 import math
 import socket
 from dataclasses import dataclass
-from decimal import Decimal
 from urllib.parse import quote, unquote_plus
 
 from kazoo.exceptions import NoNodeError
 from twisted.internet import defer, threads
 
+from kafkalike.broker.config import java_double
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
@@ -329,25 +329,6 @@ async def _valid_ip_entity(name: str) -> bool:
         return True
     except OSError:
         return False
-
-
-def java_double(value: float) -> str:
-    """Double.toString: plain between 1e-3 and 1e7, else d.dddE<n>; always a fraction digit."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    if 1e-3 <= abs(value) < 1e7:
-        return repr(value)
-    sign, digits, exponent = Decimal(repr(value)).as_tuple()
-    digits = list(digits)
-    while len(digits) > 1 and digits[-1] == 0:
-        digits.pop()
-        exponent += 1
-    mantissa = f"{digits[0]}." + ("".join(map(str, digits[1:])) or "0")
-    return f"{'-' if sign else ''}{mantissa}E{len(digits) - 1 + exponent}"
 
 
 # -- znodes under /config, shared with the SCRAM handlers ------------------------------
