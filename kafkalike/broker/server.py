@@ -32,7 +32,6 @@ from kafkalike.storage.manager import LogManager
 from kafkalike.storage.meta_properties import MetaProperties, read_meta_properties, write_meta_properties
 from kafkalike.zkdata import BrokerRegistration, EndPoint, KafkaZkClient
 from kafkalike.zkdata.events import NewSession, SessionExpired
-from kafkalike.zkdata.znodes import ConfigType
 
 log = logging.getLogger("kafka.server.KafkaServer")
 state_log = logging.getLogger("state.change.logger")

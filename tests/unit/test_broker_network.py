@@ -10,7 +10,7 @@ from kafkalike.broker.network import KafkaServerFactory
 from kafkalike.broker.registry import HANDLERS, Registration, load_handlers
 from kafkalike.protocol.api import APIS, decode_response, encode_request
 from kafkalike.protocol.errors import ErrorCode
-from kafkalike.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafkalike.protocol.messages.api_versions import ApiVersionsRequest
 from kafkalike.protocol.messages.metadata import MetadataRequest, MetadataResponse
 
 load_handlers()

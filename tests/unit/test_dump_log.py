@@ -261,7 +261,7 @@ def test_index_sanity_check(capsys, segment):
     index.write_bytes(index.read_bytes() + b"\0\0\0")
     rc, out, err = run(capsys, "--files", str(index), "--index-sanity-check")
     assert rc == 1
-    assert f"found 11 bytes which is neither positive nor a multiple of 8." in err[0]
+    assert "found 11 bytes which is neither positive nor a multiple of 8." in err[0]
 
 
 def test_time_index(capsys, segment):
