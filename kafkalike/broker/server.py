@@ -142,7 +142,10 @@ class KafkaServer:
             self.broker_id, self.zk, self.reactor,
             inter_broker_listener=cfg.inter_broker_listener_name,
             delete_topic_enable=cfg.get("delete.topic.enable"),
-            unclean_election=lambda t: self.topic_config(t).unclean_leader_election_enable)
+            unclean_election=lambda t: self.topic_config(t).unclean_leader_election_enable,
+            auto_leader_rebalance_enable=cfg.get("auto.leader.rebalance.enable"),
+            leader_imbalance_check_interval_seconds=cfg.get("leader.imbalance.check.interval.seconds"),
+            leader_imbalance_per_broker_percentage=cfg.get("leader.imbalance.per.broker.percentage"))
         self.controller.startup()
         self._schedule()
         log.info("[KafkaServer id=%d] started", self.broker_id)

@@ -20,16 +20,36 @@ from kafkalike.client.connection import (
     UnsupportedApiVersion,
     parse_bootstrap_servers,
 )
+from kafkalike.client.groups import (
+    CONSUMER_PROTOCOL_TYPE,
+    CommittedOffset,
+    CoordinatorNode,
+    GroupDescription,
+    GroupListing,
+    ListedOffset,
+    MemberDescription,
+    OffsetSpec,
+    TopicPartition,
+    decode_assignment,
+)
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.alter_configs import AlterConfigsRequest
 from kafkalike.protocol.messages.create_partitions import CreatePartitionsRequest
 from kafkalike.protocol.messages.create_topics import CreateTopicsRequest
+from kafkalike.protocol.messages.delete_groups import DeleteGroupsRequest
 from kafkalike.protocol.messages.delete_topics import DeleteTopicsRequest
 from kafkalike.protocol.messages.describe_cluster import DescribeClusterRequest
 from kafkalike.protocol.messages.describe_configs import DescribeConfigsRequest
+from kafkalike.protocol.messages.describe_groups import DescribeGroupsRequest
+from kafkalike.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kafkalike.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+from kafkalike.protocol.messages.list_groups import ListGroupsRequest
+from kafkalike.protocol.messages.list_offsets import ListOffsetsRequest
 from kafkalike.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from kafkalike.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from kafkalike.protocol.messages.offset_commit import OffsetCommitRequest
+from kafkalike.protocol.messages.offset_delete import OffsetDeleteRequest
+from kafkalike.protocol.messages.offset_fetch import OffsetFetchRequest
 from kafkalike.protocol.types import ZERO_UUID
 
 T = TypeVar("T")
@@ -95,7 +115,34 @@ _DEFAULT_MESSAGES = {
     ErrorCode.TOPIC_DELETION_DISABLED: "Topic deletion is disabled.",
     ErrorCode.THROTTLING_QUOTA_EXCEEDED: "The throttling quota has been exceeded.",
     ErrorCode.UNKNOWN_TOPIC_ID: "This server does not host this topic ID.",
+    ErrorCode.OFFSET_METADATA_TOO_LARGE: "The metadata field of the offset request was too large.",
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: "The coordinator is loading and hence can't process requests.",
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
+    ErrorCode.NOT_COORDINATOR: "This is not the correct coordinator.",
+    ErrorCode.ILLEGAL_GENERATION: "Specified group generation id is not valid.",
+    ErrorCode.INCONSISTENT_GROUP_PROTOCOL: "The group member's supported protocols are incompatible with those "
+                                           "of existing members or first group member tried to join with empty "
+                                           "protocol type or empty protocol list.",
+    ErrorCode.INVALID_GROUP_ID: "The configured groupId is invalid.",
+    ErrorCode.UNKNOWN_MEMBER_ID: "The coordinator is not aware of this member.",
+    ErrorCode.REBALANCE_IN_PROGRESS: "The group is rebalancing, so a rejoin is needed.",
+    ErrorCode.INVALID_COMMIT_OFFSET_SIZE: "The committing offset data size is not valid.",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+    ErrorCode.NON_EMPTY_GROUP: "The group is not empty.",
+    ErrorCode.GROUP_ID_NOT_FOUND: "The group id does not exist.",
+    ErrorCode.FENCED_INSTANCE_ID: "The broker rejected this static consumer since another consumer with the "
+                                  "same group.instance.id has registered with a different member.id.",
+    ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC: "The consumer group is actively subscribed to the topic",
+    ErrorCode.UNSTABLE_OFFSET_COMMIT: "There are unstable offsets that need to be cleared.",
 }
+# A group's coordinator moved, is not elected yet, or is still reading its partition.
+_COORDINATOR_RETRIABLE = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                                    ErrorCode.NOT_COORDINATOR})
+# ListOffsets answers that mean "ask again once metadata has caught up".
+_LEADER_RETRIABLE = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
+                               ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.FENCED_LEADER_EPOCH,
+                               ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.OFFSET_NOT_AVAILABLE,
+                               ErrorCode.KAFKA_STORAGE_ERROR})
 
 
 def java_exception_name(code: ErrorCode) -> str:
@@ -506,6 +553,233 @@ class AdminClient:
                 _raise_first(response.responses)
         self._call("incrementalAlterConfigs", attempt)
 
+    # -- consumer groups -------------------------------------------------------------
+    #
+    # Every group call first asks any broker for the group's coordinator, then talks to
+    # it. A coordinator that moved, is not there yet or is still loading its partition
+    # makes the whole call start again (find, then ask) until the call's deadline, as
+    # the Java client does; a dead coordinator's broker shows up as a lost connection,
+    # which retries the same way.
+
+    def find_coordinator(self, group_id: str) -> CoordinatorNode:
+        """The broker coordinating a group: the leader of its __consumer_offsets partition."""
+        return self._call("findCoordinator", lambda deadline: self._find_coordinator(group_id, deadline))
+
+    def list_groups(self, states: Iterable[str] = ()) -> list[GroupListing]:
+        """Every group of every broker (each coordinates its own), sorted by id; with states,
+        only groups in one of them (ListGroups v4+, which also says each group's state)."""
+        wanted_states = sorted(set(states))
+
+        def attempt(deadline: float) -> list[GroupListing]:
+            self._metadata([], deadline)
+            found: dict[str, GroupListing] = {}
+            for node in sorted(self._brokers):
+                connection = self._broker_connection(node, deadline)
+                version = self._version(connection, ListGroupsRequest.API_KEY)
+                if wanted_states and version < 4:
+                    raise KafkaAdminError(ErrorCode.UNSUPPORTED_VERSION,
+                                          f"The broker only supports ListGroupsRequest v{version}, but we "
+                                          "need v4 or newer to request groups by states.")
+                request = ListGroupsRequest(states_filter=wanted_states)
+                response = self._send(connection, request, version)
+                error = ErrorCode(response.error_code)
+                if error in _COORDINATOR_RETRIABLE:
+                    raise _Retry(True)
+                if error != ErrorCode.NONE:
+                    raise KafkaAdminError(error)
+                for g in response.groups:
+                    found[g.group_id] = GroupListing(g.group_id, g.protocol_type,
+                                                     g.group_state if version >= 4 else None)
+            return [found[g] for g in sorted(found)]
+        return self._call("listGroups", attempt)
+
+    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+        """State, protocol and members of each group, asked of its coordinator. A group the
+        coordinator does not know is described as Dead; the first failing group raises."""
+        wanted = list(dict.fromkeys(group_ids))
+
+        def attempt(deadline: float) -> dict[str, GroupDescription]:
+            out = {}
+            for group_id in wanted:
+                node, connection = self._coordinator_connection(group_id, deadline)
+                response = self._send(connection, DescribeGroupsRequest(groups=[group_id]))
+                described = next((g for g in response.groups if g.group_id == group_id), None)
+                if described is None:
+                    raise KafkaAdminError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                                          f"The server response did not contain a reference to group {group_id}")
+                self._check_group_error(described.error_code)
+                out[group_id] = _group_description(described, node)
+            return out
+        return self._call("describeConsumerGroups", attempt)
+
+    def list_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+                           ) -> dict[TopicPartition, CommittedOffset]:
+        """The group's committed offsets (all of them, or of the given partitions); partitions
+        without a commit are left out."""
+        asked = None if partitions is None else list(dict.fromkeys(partitions))
+
+        def attempt(deadline: float) -> dict[TopicPartition, CommittedOffset]:
+            _node, connection = self._coordinator_connection(group_id, deadline)
+            version = self._version(connection, OffsetFetchRequest.API_KEY)
+            if asked is None and version < 2:
+                raise KafkaAdminError(ErrorCode.UNSUPPORTED_VERSION,
+                                      "Fetching all of a group's offsets needs OffsetFetch v2 or newer")
+            topics = None if asked is None else [
+                OffsetFetchRequest.OffsetFetchRequestTopic(name=topic, partition_indexes=parts)
+                for topic, parts in _by_topic(asked).items()]
+            response = self._send(connection, OffsetFetchRequest(group_id=group_id, topics=topics), version)
+            if version >= 2:
+                self._check_group_error(response.error_code)
+            out = {}
+            for topic in response.topics:
+                for p in topic.partitions:
+                    error = ErrorCode(p.error_code)
+                    if error in _COORDINATOR_RETRIABLE:
+                        raise _Retry(True)
+                    if error != ErrorCode.NONE or p.committed_offset < 0:
+                        continue        # no commit there (Java leaves these out too)
+                    epoch = p.committed_leader_epoch if version >= 5 and p.committed_leader_epoch >= 0 else None
+                    out[(topic.name, p.partition_index)] = CommittedOffset(p.committed_offset, epoch,
+                                                                           p.metadata or "")
+            return out
+        return self._call("listConsumerGroupOffsets", attempt)
+
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int | CommittedOffset]) -> None:
+        """Commit offsets for a group from outside it (generation -1, no member id).
+
+        The coordinator accepts such a commit only while the group has no members (Empty,
+        or a group that does not exist yet); a live group answers UNKNOWN_MEMBER_ID,
+        raised here as UnknownMemberIdException. Raises for the first partition that failed.
+        """
+        commits = {tp: o if isinstance(o, CommittedOffset) else CommittedOffset(int(o)) for tp, o in offsets.items()}
+
+        def attempt(deadline: float) -> None:
+            if not commits:
+                return
+            _node, connection = self._coordinator_connection(group_id, deadline)
+            part = OffsetCommitRequest.OffsetCommitRequestPartition
+            topics = [OffsetCommitRequest.OffsetCommitRequestTopic(name=topic, partitions=[
+                part(partition_index=p, committed_offset=o.offset,
+                     committed_leader_epoch=-1 if o.leader_epoch is None else o.leader_epoch,
+                     committed_metadata=o.metadata) for p, o in entries])
+                for topic, entries in _by_topic_items(commits).items()]
+            request = OffsetCommitRequest(group_id=group_id, generation_id=-1, member_id="",
+                                          group_instance_id=None, topics=topics)
+            response = self._send(connection, request)
+            errors = {(t.name, p.partition_index): ErrorCode(p.error_code)
+                      for t in response.topics for p in t.partitions}
+            if any(e in _COORDINATOR_RETRIABLE for e in errors.values()):
+                raise _Retry(True)
+            for tp in commits:
+                error = errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)
+                if error != ErrorCode.NONE:
+                    raise KafkaAdminError(error)
+        self._call("commitOffsets", attempt)
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, KafkaAdminError | None]:
+        """Delete groups (only Empty ones can go): each group's error, or None if it was deleted."""
+        wanted = list(dict.fromkeys(group_ids))
+        results: dict[str, KafkaAdminError | None] = {}
+
+        def attempt(deadline: float) -> dict[str, KafkaAdminError | None]:
+            for group_id in wanted:
+                if group_id in results:
+                    continue        # settled by an earlier attempt: deleting it again would fail
+                _node, connection = self._coordinator_connection(group_id, deadline)
+                response = self._send(connection, DeleteGroupsRequest(groups_names=[group_id]))
+                code = next((r.error_code for r in response.results if r.group_id == group_id),
+                            ErrorCode.UNKNOWN_SERVER_ERROR)
+                error = ErrorCode(code)
+                if error in _COORDINATOR_RETRIABLE:
+                    raise _Retry(True)
+                results[group_id] = None if error == ErrorCode.NONE else KafkaAdminError(error)
+            return {g: results[g] for g in wanted}
+        return self._call("deleteConsumerGroups", attempt)
+
+    def delete_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition]
+                             ) -> dict[TopicPartition, KafkaAdminError | None]:
+        """Delete a group's committed offsets (OffsetDelete). A group-level refusal (no such
+        group, not empty) raises; otherwise each partition's error, or None if deleted."""
+        asked = list(dict.fromkeys(partitions))
+
+        def attempt(deadline: float) -> dict[TopicPartition, KafkaAdminError | None]:
+            _node, connection = self._coordinator_connection(group_id, deadline)
+            request = OffsetDeleteRequest(group_id=group_id, topics=[
+                OffsetDeleteRequest.OffsetDeleteRequestTopic(name=topic, partitions=[
+                    OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=p) for p in parts])
+                for topic, parts in _by_topic(asked).items()])
+            response = self._send(connection, request)
+            self._check_group_error(response.error_code)
+            codes = {(t.name, p.partition_index): ErrorCode(p.error_code)
+                     for t in response.topics for p in t.partitions}
+            return {tp: (None if codes.get(tp) == ErrorCode.NONE
+                         else KafkaAdminError(codes.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR))) for tp in asked}
+        return self._call("deleteConsumerGroupOffsets", attempt)
+
+    def list_offsets(self, specs: Mapping[TopicPartition, OffsetSpec]) -> dict[TopicPartition, ListedOffset]:
+        """Earliest, latest (the high watermark) or by-timestamp offsets, asked of each
+        partition's leader; a moved or missing leader is looked up again until the deadline."""
+        wanted = dict(specs)
+
+        def attempt(deadline: float) -> dict[TopicPartition, ListedOffset]:
+            if not wanted:
+                return {}
+            metadata = self._metadata(sorted({t for t, _ in wanted}), deadline)
+            leaders = _leaders(metadata, wanted)
+            out: dict[TopicPartition, ListedOffset] = {}
+            for leader, tps in leaders.items():
+                connection = self._broker_connection(leader, deadline)
+                version = self._version(connection, ListOffsetsRequest.API_KEY)
+                request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[
+                    ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
+                        ListOffsetsRequest.ListOffsetsPartition(partition_index=p,
+                                                                timestamp=wanted[(topic, p)].timestamp)
+                        for p in parts])
+                    for topic, parts in _by_topic(tps).items()])
+                response = self._send(connection, request, version)
+                for t in response.topics:
+                    for p in t.partitions:
+                        error = ErrorCode(p.error_code)
+                        if error in _LEADER_RETRIABLE:
+                            raise _Retry(True)
+                        if error != ErrorCode.NONE:
+                            raise KafkaAdminError(error)
+                        if version == 0:
+                            offset = p.old_style_offsets[0] if p.old_style_offsets else -1
+                            out[(t.name, p.partition_index)] = ListedOffset(offset)
+                        else:
+                            out[(t.name, p.partition_index)] = ListedOffset(
+                                p.offset, p.timestamp, p.leader_epoch if version >= 4 and p.leader_epoch >= 0 else None)
+            missing = [tp for tp in wanted if tp not in out]
+            if missing:
+                raise KafkaAdminError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                                      f"The server response did not contain partition {missing[0][0]}-{missing[0][1]}")
+            return {tp: out[tp] for tp in wanted}
+        return self._call("listOffsets", attempt)
+
+    def _find_coordinator(self, group_id: str, deadline: float) -> CoordinatorNode:
+        connection = self._any_connection(deadline)
+        response = self._send(connection, FindCoordinatorRequest(key=group_id, key_type=0))
+        error = ErrorCode(response.error_code)
+        if error in _COORDINATOR_RETRIABLE:
+            raise _Retry(True)       # e.g. __consumer_offsets is being created
+        if error != ErrorCode.NONE:
+            message = response.error_message
+            raise KafkaAdminError(error, message if message and message != error.name else None)
+        return CoordinatorNode(response.node_id, response.host, response.port)
+
+    def _coordinator_connection(self, group_id: str, deadline: float) -> tuple[CoordinatorNode, BrokerConnection]:
+        node = self._find_coordinator(group_id, deadline)
+        return node, self._connect(node.host, node.port, deadline)
+
+    @staticmethod
+    def _check_group_error(code: int) -> None:
+        error = ErrorCode(code)
+        if error in _COORDINATOR_RETRIABLE:
+            raise _Retry(True)
+        if error != ErrorCode.NONE:
+            raise KafkaAdminError(error)
+
     # -- the call machinery ----------------------------------------------------------
 
     def _call(self, name: str, attempt: Callable[[float], T]) -> T:
@@ -641,6 +915,92 @@ class AdminClient:
             groups.setdefault(node, []).append(resource)
         return list(groups.items())
 
+    def elect_leaders(self, election_type: int, partitions: Iterable[TopicPartition] | None = None
+                      ) -> dict[TopicPartition, KafkaAdminError | None]:
+        """ElectLeaders on the controller (election_type 0 = PREFERRED, 1 = UNCLEAN); None asks
+        for every partition, and then only those that had an election or failed come back.
+        Each partition maps to None (elected) or its error; ELECTION_NOT_NEEDED is an error,
+        as in the Java client."""
+        from kafkalike.protocol.messages.elect_leaders import ElectLeadersRequest
+        asked = None if partitions is None else list(dict.fromkeys(partitions))
+
+        def attempt(deadline: float) -> dict[TopicPartition, KafkaAdminError | None]:
+            controller = self._controller_connection(deadline)
+            version = self._version(controller, ElectLeadersRequest.API_KEY)
+            if version == 0 and election_type != 0:
+                raise KafkaAdminError(ErrorCode.UNSUPPORTED_VERSION,
+                                      "The broker does not support UNCLEAN leader elections")
+            request = ElectLeadersRequest(election_type=election_type, timeout_ms=self._op_timeout_ms(deadline),
+                                          topic_partitions=None if asked is None else [
+                                              ElectLeadersRequest.TopicPartitions(topic=t, partition_id=ps)
+                                              for t, ps in _by_topic(asked).items()])
+            response = self._send(controller, request, version)
+            if version >= 1 and response.error_code != ErrorCode.NONE:
+                raise KafkaAdminError(response.error_code)
+            codes = [p.error_code for r in response.replica_election_results for p in r.partition_result]
+            self._retry_if_controller_moved(codes)
+            out: dict[TopicPartition, KafkaAdminError | None] = {}
+            for r in response.replica_election_results:
+                for p in r.partition_result:
+                    out[(r.topic, p.partition_id)] = (
+                        None if p.error_code == ErrorCode.NONE
+                        else KafkaAdminError(p.error_code, p.error_message or _ELECTION_MESSAGES.get(p.error_code)))
+            return out
+        return self._call("electLeaders", attempt)
+
+
+# Kafka's own text for the ElectLeaders errors, used when the controller sends none.
+_ELECTION_MESSAGES = {
+    ErrorCode.ELECTION_NOT_NEEDED: "Leader election not needed for topic partition.",
+    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE: "The preferred leader was not available.",
+    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE: "Eligible topic partition leaders are not available.",
+}
+
+
+def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        out.setdefault(topic, []).append(partition)
+    return out
+
+
+def _by_topic_items(values: Mapping[TopicPartition, T]) -> dict[str, list[tuple[int, T]]]:
+    out: dict[str, list[tuple[int, T]]] = {}
+    for (topic, partition), value in values.items():
+        out.setdefault(topic, []).append((partition, value))
+    return out
+
+
+def _group_description(described, node: CoordinatorNode) -> GroupDescription:
+    """Assignments are decoded only for consumer groups; other protocols' bytes mean nothing here."""
+    consumer = described.protocol_type == CONSUMER_PROTOCOL_TYPE
+    members = tuple(MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                      decode_assignment(bytes(m.member_assignment)) if consumer else ())
+                    for m in described.members)
+    return GroupDescription(described.group_id, described.protocol_type, described.group_state,
+                            described.protocol_data, members, node)
+
+
+def _leaders(metadata: MetadataResponse, wanted: Mapping[TopicPartition, object]) -> dict[int, list[TopicPartition]]:
+    """Partitions grouped by leader; an unknown topic or partition fails, a missing leader retries."""
+    topics = {t.name: t for t in metadata.topics}
+    live = {b.node_id for b in metadata.brokers}
+    leaders: dict[int, list[TopicPartition]] = {}
+    for topic, partition in wanted:
+        described = topics.get(topic)
+        error = ErrorCode(described.error_code) if described is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if error == ErrorCode.LEADER_NOT_AVAILABLE:
+            raise _Retry(True)
+        if error != ErrorCode.NONE:
+            raise KafkaAdminError(error)
+        info = next((p for p in described.partitions if p.partition_index == partition), None)
+        if info is None:
+            raise KafkaAdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if info.leader_id < 0 or info.leader_id not in live:
+            raise _Retry(True)
+        leaders.setdefault(info.leader_id, []).append((topic, partition))
+    return leaders
+
 
 def _check_representable(name: str) -> None:
     if not name:
@@ -689,6 +1049,7 @@ def _raise_first(responses) -> None:
 
 
 __all__ = ["AdminClient", "AlterConfigOp", "AlterConfigOpType", "BrokerNode", "ClusterDescription",
-           "ConfigEntry", "ConfigResource", "ConfigSource", "ConfigSynonym", "CreatedTopic", "INTERNAL_TOPICS",
-           "KafkaAdminError", "NewPartitions", "NewTopic", "PartitionInfo", "PartitionReassignment",
+           "CommittedOffset", "ConfigEntry", "ConfigResource", "ConfigSource", "ConfigSynonym", "CoordinatorNode",
+           "CreatedTopic", "GroupDescription", "GroupListing", "INTERNAL_TOPICS", "KafkaAdminError", "ListedOffset",
+           "MemberDescription", "NewPartitions", "NewTopic", "OffsetSpec", "PartitionInfo", "PartitionReassignment",
            "ResourceType", "TopicDescription", "TopicListing", "java_exception_name"]

@@ -7,25 +7,36 @@ the controller makes is fenced by the /controller_epoch zkVersion it won the ele
 """
 from __future__ import annotations
 
+import json
 import logging
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, Iterable
 
-from twisted.internet import defer
+from twisted.internet import defer, task
 
 from kafkalike.controller import requests as reqs
 from kafkalike.controller.channel import ControllerChannelManager
 from kafkalike.controller.context import NEW, OFFLINE, ONLINE, ControllerContext
+from kafkalike.controller.leader_election import (
+    ElectionResult,
+    ElectionType,
+    imbalance_ratios,
+    plan_election,
+    rebalance_candidates,
+)
 from kafkalike.zkdata.topic_znodes import LeaderIsrAndControllerEpoch, TopicPartition
 
 log = logging.getLogger("kafka.controller.KafkaController")
 state_log = logging.getLogger("state.change.logger")
 
 NO_LEADER = -1
+PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"   # legacy, still watched by 2.8
 
 
 class KafkaController:
     def __init__(self, broker_id: int, zk, reactor, *, inter_broker_listener: str = "PLAINTEXT",
-                 delete_topic_enable: bool = True, unclean_election: Callable[[str], bool] = lambda t: False):
+                 delete_topic_enable: bool = True, unclean_election: Callable[[str], bool] = lambda t: False,
+                 auto_leader_rebalance_enable: bool = True, leader_imbalance_check_interval_seconds: float = 300,
+                 leader_imbalance_per_broker_percentage: int = 10):
         self.broker_id = broker_id
         self.zk = zk
         self.reactor = reactor
@@ -40,6 +51,10 @@ class KafkaController:
         self._watches: list = []
         self._topic_watches: dict = {}
         self.idle = defer.Deferred()
+        self.auto_leader_rebalance_enable = auto_leader_rebalance_enable
+        self.leader_imbalance_check_interval = leader_imbalance_check_interval_seconds
+        self.leader_imbalance_percentage = leader_imbalance_per_broker_percentage
+        self._rebalance_loop: task.LoopingCall | None = None
 
     # -- event loop -------------------------------------------------------------------
 
@@ -118,6 +133,7 @@ class KafkaController:
         for watch in self._watches + list(self._topic_watches.values()):
             watch.cancel()
         self._watches, self._topic_watches = [], {}
+        self._stop_auto_rebalance()
         if self.channels is not None:
             self.channels.shutdown()
             self.channels = None
@@ -152,6 +168,8 @@ class KafkaController:
             await self._remove_from_isr(dead)
         self._send_leader_and_isr_for_all_live()
         await self._on_topic_deletion()
+        self.put("PreferredReplicaElectionRegistration", self._watch_preferred_replica_election)
+        self._start_auto_rebalance()
 
     async def _load_topics(self, topics) -> list[TopicPartition]:
         loaded = []
@@ -549,3 +567,123 @@ class KafkaController:
         parts = [tp for tp in self.ctx.leadership if tp.topic not in self.ctx.topics_to_delete]
         self._send_leader_and_isr_to_replicas(parts)
 
+    # -- leader elections asked for by admins, and the automatic leader rebalance ---------
+
+    def elect_leaders(self, partitions: Iterable[TopicPartition] | None,
+                      election_type: ElectionType | int = ElectionType.PREFERRED) -> defer.Deferred:
+        """Deferred[dict[TopicPartition, ElectionResult]] for an ElectionLeaders request,
+        handled in turn on the event queue; None means every partition of the cluster."""
+        d = defer.Deferred()
+        wanted = None if partitions is None else list(dict.fromkeys(partitions))
+        self.put("ReplicaLeaderElection", self._elect_leaders, wanted, ElectionType(election_type), d)
+        return d
+
+    async def _elect_leaders(self, partitions: list[TopicPartition] | None, election_type: ElectionType,
+                             d: defer.Deferred) -> None:
+        from kafkalike.protocol.errors import ErrorCode
+        from kafkalike.zkdata.errors import ControllerMovedError
+        if not self.active:
+            d.callback({tp: ElectionResult(ErrorCode.NOT_CONTROLLER) for tp in partitions or ()})
+            return
+        wanted = sorted(self.ctx.assignments) if partitions is None else partitions
+        try:
+            results = await self._run_election(wanted, election_type, "AdminClientTriggered")
+        except ControllerMovedError:
+            results = {tp: ElectionResult(ErrorCode.NOT_CONTROLLER) for tp in wanted}
+        except Exception as exc:
+            log.exception("[Controller id=%d] Replica leader election (%s) failed", self.broker_id,
+                          election_type.name)
+            results = {tp: ElectionResult(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc) or None) for tp in wanted}
+        d.callback(results)
+
+    async def _run_election(self, partitions: list[TopicPartition], election_type: ElectionType,
+                            trigger: str) -> dict[TopicPartition, ElectionResult]:
+        """Plan, write (fenced, conditional) and announce; partitions whose znode moved under
+        us are planned again from the fresh state, as Kafka's state machine retries them."""
+        from kafkalike.protocol.errors import ErrorCode
+        plan = plan_election(self.ctx, partitions, election_type)
+        results = dict(plan.results)
+        for tp, result in plan.results.items():
+            if result.error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                log.info("[Controller id=%d] Skipping replica leader election (%s) for partition %s-%d by %s "
+                         "since it doesn't exist.", self.broker_id, election_type.name, tp.topic, tp.partition,
+                         trigger)
+        changes = plan.changes
+        for _ in range(3):
+            if not changes:
+                break
+            written = await self._write_states(changes)
+            for tp in written:
+                if self.ctx.partition_states.get(tp) in (NEW, ONLINE, OFFLINE):
+                    self.ctx.set_state(tp, ONLINE)
+                results[tp] = ElectionResult(ErrorCode.NONE, None, self.ctx.leadership[tp].leader)
+            if written:
+                self._send_leader_and_isr_to_replicas(written)
+                self._send_update_metadata(self.ctx.live_ids, written)
+            again = plan_election(self.ctx, [tp for tp in changes if tp not in written], election_type)
+            results.update(again.results)
+            changes = again.changes
+        for tp in changes:
+            results[tp] = ElectionResult(ErrorCode.UNKNOWN_SERVER_ERROR,
+                                         f"Could not write the new state of {tp.topic}-{tp.partition}")
+        return results
+
+    def _start_auto_rebalance(self) -> None:
+        if not self.auto_leader_rebalance_enable or self._rebalance_loop is not None:
+            return
+        loop = task.LoopingCall(self.put, "AutoPreferredReplicaLeaderElection", self._auto_rebalance)
+        loop.clock = self.reactor
+        loop.start(self.leader_imbalance_check_interval, now=False)
+        self._rebalance_loop = loop
+
+    def _stop_auto_rebalance(self) -> None:
+        if self._rebalance_loop is not None:
+            if self._rebalance_loop.running:
+                self._rebalance_loop.stop()
+            self._rebalance_loop = None
+
+    async def _auto_rebalance(self) -> None:
+        """Kafka's checkAndTriggerAutoLeaderRebalance: brokers over the imbalance threshold
+        get back the partitions whose preferred replica (theirs) can lead right now."""
+        if not self.active:
+            return
+        for broker, ratio in sorted(imbalance_ratios(self.ctx).items()):
+            log.debug("[Controller id=%d] Leader imbalance ratio for broker %d is %s",
+                      self.broker_id, broker, ratio)
+        candidates = rebalance_candidates(self.ctx, self.leader_imbalance_percentage)
+        if candidates:
+            log.info("[Controller id=%d] Starting replica leader election (PREFERRED) for partitions %s "
+                     "triggered by AutoTriggered", self.broker_id,
+                     ",".join(f"{tp.topic}-{tp.partition}" for tp in candidates))
+            await self._run_election(candidates, ElectionType.PREFERRED, "AutoTriggered")
+
+    async def _watch_preferred_replica_election(self) -> None:
+        """The legacy trigger kafka-preferred-replica-election --zookeeper writes; one left
+        from before this failover is run now, as Kafka's onControllerFailover does. Queued
+        as its own event right after the failover, so the failover itself never waits on it."""
+        if not self.active:
+            return
+        self._watches.append(await self.zk.watch_data(
+            PREFERRED_REPLICA_ELECTION_PATH,
+            lambda *_: self.put("PreferredReplicaLeaderElection", self._zk_preferred_election)))
+        await self._zk_preferred_election()
+
+    async def _zk_preferred_election(self) -> None:
+        if not self.active:
+            return
+        # The facade has no public reader for this znode yet; its private helpers are used.
+        found = await self.zk._get_or_none(PREFERRED_REPLICA_ELECTION_PATH)
+        if found is None or not found[0]:
+            return
+        try:
+            try:
+                data = json.loads(found[0])
+                partitions = [TopicPartition(str(p["topic"]), int(p["partition"])) for p in data["partitions"]]
+            except (ValueError, KeyError, TypeError) as exc:
+                log.error("[Controller id=%d] Ignoring unreadable %s: %s", self.broker_id,
+                          PREFERRED_REPLICA_ELECTION_PATH, exc)
+                partitions = []
+            if partitions:
+                await self._run_election(list(dict.fromkeys(partitions)), ElectionType.PREFERRED, "ZkTriggered")
+        finally:
+            await self.zk._delete_if_present(PREFERRED_REPLICA_ELECTION_PATH, self.ctx.epoch_zk_version)

@@ -1,0 +1,187 @@
+"""kafka-preferred-replica-election: the deprecated 2.8 tool, kept for the scripts that call it.
+
+--bootstrap-server asks the controller through ElectLeaders (PREFERRED); --zookeeper
+writes /admin/preferred_replica_election, which the controller watches, runs and
+deletes. The lines printed are Kafka 2.8's PreferredReplicaLeaderElectionCommand's,
+including its Scala collection formatting (`Set(t-0, t-1)`).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Sequence, TextIO
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
+from kafkalike.cli.leader_election import (
+    ADMIN_COMMAND_FAILED,
+    ADMIN_OPERATION,
+    JavaError,
+    admin_config,
+    java_view,
+    parse_options,
+    parse_partitions_json,
+)
+from kafkalike.client.admin import AdminClient, KafkaAdminError
+from kafkalike.protocol.errors import ErrorCode
+
+PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"
+DEPRECATION = "This tool is deprecated. Please use kafka-leader-election tool. Tracking issue at: TBD\n"
+HELP = """This tool helps to causes leadership for each partition to be transferred back to the 'preferred replica', it can be used to balance leadership among the servers.
+Option                                  Description
+------                                  -----------
+--admin.config <String: config file>    Admin client config properties file to
+                                          pass to the admin client when --
+                                          bootstrap-server is given.
+--bootstrap-server <String: host:port>  A hostname and port for the broker to
+                                          connect to, in the form host:port.
+                                          Multiple comma-separated URLs can be
+                                          given. REQUIRED unless --zookeeper is
+                                          given.
+--help                                  Print usage information.
+--path-to-json-file <String: list of    The JSON file with the list of
+  partitions for which preferred          partitions for which preferred
+  replica leader election needs to be     replica leader election should be
+  triggered>                              done, in the following format -
+                                        {"partitions":
+                                        	[{"topic": "foo", "partition": 1},
+                                        	 {"topic": "foobar", "partition": 2}]
+                                        }
+                                        Defaults to all existing partitions
+--version                               Display Kafka version.
+--zookeeper <String: urls>              DEPRECATED. The connection string for
+                                          the zookeeper connection in the form
+                                          host:port. Multiple URLS can be
+                                          given to allow fail-over. Replaced by
+                                          --bootstrap-server, REQUIRED unless
+                                          --bootstrap-server is given.
+"""
+
+
+def scala_set(items: list[str]) -> str:
+    """Scala 2.13's toString of an immutable Set: Set1..Set4, then a HashSet."""
+    return ("Set(" if len(items) <= 4 else "HashSet(") + ", ".join(items) + ")"
+
+
+def _names(partitions: list[tuple[str, int]]) -> list[str]:
+    return [f"{t}-{p}" for t, p in partitions]
+
+
+def elect_through_admin(admin: AdminClient, partitions: list[tuple[str, int]] | None, out: TextIO) -> None:
+    try:
+        results = admin.elect_leaders(0, partitions)
+    except KafkaAdminError as error:
+        if error.code == ErrorCode.REQUEST_TIMED_OUT:
+            out.write("Timeout waiting for election results\n")
+        raise JavaError(ADMIN_COMMAND_FAILED, None, error) from None
+    attempted = partitions if partitions is not None else sorted(results)
+    ok = [tp for tp in attempted if tp in results and results[tp] is None]
+    failed = [tp for tp in attempted if tp not in ok]
+    if ok:
+        out.write(f"Successfully completed preferred replica election for partitions {', '.join(_names(ok))}\n")
+    if failed:
+        for tp in failed:
+            error = results.get(tp) or KafkaAdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            out.write(f"Error completing preferred replica election for partition {tp[0]}-{tp[1]}: "
+                      f"{java_view(error)}\n")
+        raise JavaError(ADMIN_COMMAND_FAILED, f"{len(failed)} preferred replica(s) could not be elected")
+
+
+def elect_through_zookeeper(zk_connect: str, partitions: list[tuple[str, int]] | None, out: TextIO) -> None:
+    zk = KazooClient(hosts=zk_connect, timeout=30)
+    try:
+        zk.start(timeout=30)
+    except Exception as error:
+        raise JavaError(ADMIN_COMMAND_FAILED, "Admin command failed",
+                        JavaError("kafka.zookeeper.ZooKeeperClientTimeoutException",
+                                  f"Timed out waiting for connection while in state: CONNECTING ({error})"))
+    try:
+        topics = sorted({t for t, _ in partitions}) if partitions is not None else _all_topics(zk)
+        existing = [(t, p) for t in topics for p in _partitions_of(zk, t)]
+        if partitions is None:
+            valid, invalid = existing, []
+        else:
+            valid = [tp for tp in partitions if tp in existing]
+            invalid = [tp for tp in partitions if tp not in existing]
+        data = {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in valid]}
+        try:
+            zk.create(PREFERRED_REPLICA_ELECTION_PATH, json.dumps(data, separators=(",", ":")).encode(),
+                      makepath=True)
+        except NodeExistsError:
+            raw, _ = zk.get(PREFERRED_REPLICA_ELECTION_PATH)
+            running = [f"{p['topic']}-{p['partition']}" for p in json.loads(raw or b"{}").get("partitions", [])]
+            raise JavaError(ADMIN_COMMAND_FAILED, "Admin command failed", JavaError(
+                ADMIN_OPERATION, f"Preferred replica leader election currently in progress for "
+                                 f"{','.join(running)}. Aborting operation")) from None
+        out.write(f"Created preferred replica election path with {','.join(_names(valid))}\n")
+        out.write(f"Successfully started preferred replica election for partitions {scala_set(_names(valid))}\n")
+        for t, p in invalid:
+            out.write(f"Skipping preferred replica leader election for partition {t}-{p} since it doesn't exist.\n")
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def _all_topics(zk: KazooClient) -> list[str]:
+    try:
+        return sorted(zk.get_children("/brokers/topics"))
+    except NoNodeError:
+        return []
+
+
+def _partitions_of(zk: KazooClient, topic: str) -> list[int]:
+    try:
+        raw, _ = zk.get(f"/brokers/topics/{topic}")
+    except NoNodeError:
+        return []
+    return sorted(int(p) for p in json.loads(raw).get("partitions", {}))
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        out.write(DEPRECATION)
+        opts = parse_options(args, {"bootstrap-server", "zookeeper", "admin.config", "path-to-json-file"},
+                             {"help", "version"})
+        if not args or opts.has("help"):
+            out.write(HELP)
+            return 0
+        if opts.has("version"):
+            out.write("2.8.0 (Commit:kafkalike)\n")
+            return 0
+        if opts.has("bootstrap-server") == opts.has("zookeeper"):
+            err.write("Exactly one of 'bootstrap-server' or 'zookeeper' must be provided\n" + HELP)
+            return 1
+        partitions = None
+        if opts.has("path-to-json-file"):
+            with open(opts.value("path-to-json-file") or "", encoding="utf-8") as f:
+                partitions = parse_partitions_json(f.read(), "Preferred replica election data",
+                                                   "Preferred replica election data is empty")
+        if opts.has("zookeeper"):
+            out.write("Warning: --zookeeper is deprecated and will be removed in a future version of Kafka.\n")
+            out.write("Use --bootstrap-server instead to specify a broker to connect to.\n")
+            elect_through_zookeeper(opts.value("zookeeper") or "", partitions, out)
+        else:
+            admin = AdminClient(admin_config(opts, "admin.config"))
+            try:
+                elect_through_admin(admin, partitions, out)
+            finally:
+                admin.close()
+        return 0
+    except JavaError as error:
+        out.flush()
+        err.write(f'Exception in thread "main" {error.render()}\n')
+        return 1
+    except OSError as error:
+        out.flush()
+        err.write(f'Exception in thread "main" java.nio.file.NoSuchFileException: {error.filename}\n')
+        return 1
+    finally:
+        out.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
