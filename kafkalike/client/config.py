@@ -209,3 +209,92 @@ def _check_combinations(config: dict[str, Any], user: Mapping[str, Any]) -> None
 
 
 __all__ = ["ConfigKey", "DEFAULT_PARTITIONER", "PRODUCER_CONFIG", "parse_value", "producer_config"]
+
+
+# -- consumer -------------------------------------------------------------------------------
+
+# Kafka 2.8's ConsumerConfig (CommonClientConfigs included), in its defaults.
+CONSUMER_CONFIG = _keys(
+    ConfigKey("bootstrap.servers", "list", []),
+    ConfigKey("client.dns.lookup", "string", "use_all_dns_ips",
+              one_of("default", "use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")),
+    ConfigKey("group.id", "string", None),
+    ConfigKey("group.instance.id", "string", None),
+    ConfigKey("session.timeout.ms", "int", 10000),
+    ConfigKey("heartbeat.interval.ms", "int", 3000),
+    ConfigKey("partition.assignment.strategy", "list",
+              ["org.apache.kafka.clients.consumer.RangeAssignor"]),
+    ConfigKey("metadata.max.age.ms", "long", 300000, at_least(0)),
+    ConfigKey("enable.auto.commit", "boolean", True),
+    ConfigKey("auto.commit.interval.ms", "int", 5000, at_least(0)),
+    ConfigKey("client.id", "string", ""),
+    ConfigKey("client.rack", "string", ""),
+    ConfigKey("max.partition.fetch.bytes", "int", 1048576, at_least(0)),
+    ConfigKey("send.buffer.bytes", "int", 131072, at_least(-1)),
+    ConfigKey("receive.buffer.bytes", "int", 65536, at_least(-1)),
+    ConfigKey("fetch.min.bytes", "int", 1, at_least(0)),
+    ConfigKey("fetch.max.bytes", "int", 52428800, at_least(0)),
+    ConfigKey("fetch.max.wait.ms", "int", 500, at_least(0)),
+    ConfigKey("reconnect.backoff.ms", "long", 50, at_least(0)),
+    ConfigKey("reconnect.backoff.max.ms", "long", 1000, at_least(0)),
+    ConfigKey("retry.backoff.ms", "long", 100, at_least(0)),
+    ConfigKey("auto.offset.reset", "string", "latest", one_of("latest", "earliest", "none")),
+    ConfigKey("check.crcs", "boolean", True),
+    ConfigKey("metrics.sample.window.ms", "long", 30000, at_least(0)),
+    ConfigKey("metrics.num.samples", "int", 2, at_least(1)),
+    ConfigKey("metrics.recording.level", "string", "INFO", one_of("INFO", "DEBUG", "TRACE")),
+    ConfigKey("metric.reporters", "list", []),
+    ConfigKey("key.deserializer", "class", "bytes"),
+    ConfigKey("value.deserializer", "class", "bytes"),
+    ConfigKey("request.timeout.ms", "int", 30000, at_least(0)),
+    ConfigKey("default.api.timeout.ms", "int", 60000, at_least(0)),
+    ConfigKey("socket.connection.setup.timeout.ms", "long", 10000, at_least(0)),
+    ConfigKey("socket.connection.setup.timeout.max.ms", "long", 127000, at_least(0)),
+    ConfigKey("connections.max.idle.ms", "long", 540000),
+    ConfigKey("interceptor.classes", "list", []),
+    ConfigKey("max.poll.records", "int", 500, at_least(1)),
+    ConfigKey("max.poll.interval.ms", "int", 300000, at_least(1)),
+    ConfigKey("exclude.internal.topics", "boolean", True),
+    ConfigKey("internal.leave.group.on.close", "boolean", True),
+    ConfigKey("isolation.level", "string", "read_uncommitted",
+              one_of("read_committed", "read_uncommitted", case_sensitive=False)),
+    ConfigKey("allow.auto.create.topics", "boolean", True),
+    ConfigKey("security.protocol", "string", "PLAINTEXT",
+              one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", case_sensitive=False)),
+    ConfigKey("security.providers", "string", None),
+)
+
+
+def consumer_config(user: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Kafka's consumer defaults overlaid with `user`, parsed and validated; raises ConfigError."""
+    user = dict(user or {})
+    out: dict[str, Any] = {}
+    for name, key in CONSUMER_CONFIG.items():
+        value = parse_value(key, user[name]) if name in user else key.default
+        if value is not None and key.validator is not None:
+            reason = key.validator(value)
+            if reason is not None:
+                raise _invalid(key, user.get(name, value), reason)
+        out[name] = value
+    for name in user:
+        if name not in CONSUMER_CONFIG:
+            out[name] = user[name]
+            log.warning("The configuration '%s' was supplied but isn't a known config.", name)
+    if out["security.protocol"].upper() != "PLAINTEXT":
+        raise UnsupportedFeatureError(f"security.protocol={out['security.protocol']} is not supported yet: "
+                                      "this client speaks PLAINTEXT only.")
+    if not out["bootstrap.servers"]:
+        raise ConfigError("No resolvable bootstrap urls given in bootstrap.servers")
+    out["isolation.level"] = out["isolation.level"].lower()
+    if out["group.id"] == "":
+        out["group.id"] = None  # Java treats an empty group.id as none (and warns)
+    if out["group.id"] is None and "enable.auto.commit" not in user:
+        out["enable.auto.commit"] = False  # Java turns auto commit off without a group
+    elif out["group.id"] is None and out["enable.auto.commit"]:
+        raise ConfigError("enable.auto.commit cannot be set to true when default group id (null) is used.")
+    if out["group.id"] is not None and out["heartbeat.interval.ms"] >= out["session.timeout.ms"]:
+        raise ConfigError("heartbeat.interval.ms must be lower than session.timeout.ms")
+    return out
+
+
+__all__ += ["CONSUMER_CONFIG", "consumer_config"]

@@ -181,3 +181,48 @@ __all__ = ["BrokerResponseError", "ConfigError", "DEFAULT_MESSAGES", "INVALID_ME
            "InvalidTopicError", "KafkaError", "KafkaTimeoutError", "NetworkError", "RETRIABLE_CODES",
            "RecordTooLargeError", "SerializationError", "TopicAuthorizationError", "UnsupportedFeatureError",
            "error_for_code", "java_view"]
+
+
+# -- consumer errors -------------------------------------------------------------------------
+
+
+class NoOffsetForPartitionError(KafkaError):
+    """A partition has no position and auto.offset.reset=none forbids guessing one."""
+
+    java_name = "org.apache.kafka.clients.consumer.NoOffsetForPartitionException"
+
+    def __init__(self, partitions) -> None:
+        self.partitions = set(partitions)
+        names = ", ".join(sorted(str(tp) for tp in self.partitions))
+        super().__init__(f"Undefined offset with no reset policy for partitions: [{names}]")
+
+
+class OffsetOutOfRangeError(KafkaError):
+    """The fetch position is outside the log and auto.offset.reset=none forbids resetting it."""
+
+    java_name = "org.apache.kafka.clients.consumer.OffsetOutOfRangeException"
+
+    def __init__(self, offsets) -> None:
+        self.offsets = dict(offsets)
+        text = ", ".join(f"{tp}={offset}" for tp, offset in sorted(self.offsets.items()))
+        super().__init__(f"Offsets out of range with no configured reset policy for partitions: {{{text}}}")
+
+
+class WakeupError(KafkaError):
+    """Raised from a blocking consumer call after another thread called wakeup()."""
+
+    java_name = _ERRORS + "WakeupException"
+
+
+class CommitFailedError(KafkaError):
+    """An offset commit that cannot be retried: the group rebalanced under this member."""
+
+    java_name = "org.apache.kafka.clients.consumer.CommitFailedException"
+
+
+class InvalidGroupIdError(KafkaError):
+    java_name = _ERRORS + "InvalidGroupIdException"
+
+
+CONSUMER_ERRORS = ["InvalidGroupIdError", "CommitFailedError", "NoOffsetForPartitionError", "OffsetOutOfRangeError", "WakeupError"]
+__all__ += CONSUMER_ERRORS

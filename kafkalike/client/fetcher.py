@@ -1,0 +1,444 @@
+"""The consumer's fetch path: partition positions, Fetch and ListOffsets, and record decoding.
+
+SubscriptionState holds what the consumer is assigned and, per partition, where it
+reads next (None until a committed offset or auto.offset.reset gives it one). The
+Fetcher sends at most one Fetch per leader at a time, for every assigned partition that
+has a position, is not paused and has no answer waiting to be read; poll() takes
+records out of those answers (at most max.poll.records) and sends the next fetches
+before it returns, so the broker's long poll overlaps the user's work (Java's
+pipelining). An answer is kept only if the partition is still assigned and its position
+did not move while the fetch was out (a seek makes it stale).
+
+Records are decoded lazily, one batch at a time, from the raw bytes of the answer:
+a poll that wants 500 records decodes only the batches those come from. Control
+batches (transaction markers) and records below the position (the head of a batch the
+broker returned whole) are skipped; after a batch is consumed the position jumps to
+its next offset, which also steps over offsets compaction removed.
+
+The Fetcher talks to the network only through `net.send(node_id, request)`, which returns
+a future with add_callback(fn(response, error)); tests give it a fake.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kafkalike.client.errors import (
+    INVALID_METADATA_CODES,
+    KafkaTimeoutError,
+    NoOffsetForPartitionError,
+    OffsetOutOfRangeError,
+    TopicAuthorizationError,
+    error_for_code,
+)
+from kafkalike.client.metadata import TopicPartition
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.fetch import FetchRequest
+from kafkalike.protocol.messages.list_offsets import ListOffsetsRequest
+from kafkalike.records import decode_batches
+
+log = logging.getLogger("kafkalike.client.fetcher")
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+RESET_TIMESTAMPS = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP}
+READ_COMMITTED = 1
+
+
+@dataclass(slots=True)
+class ConsumerRecord:
+    """One record as poll() returns it (Java's ConsumerRecord); timestamps are epoch ms."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int  # 0 CreateTime, 1 LogAppendTime, -1 none (magic 0)
+    key: Any
+    value: Any
+    headers: list = field(default_factory=list)
+    serialized_key_size: int = -1
+    serialized_value_size: int = -1
+    leader_epoch: int | None = None
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+@dataclass
+class PartitionState:
+    position: int | None = None
+    paused: bool = False
+    reset_strategy: str | None = None  # set while the position waits for a ListOffsets answer
+    reset_in_flight: bool = False
+    retry_after: float = 0.0
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    last_stable_offset: int = -1
+
+
+class SubscriptionState:
+    """Assigned partitions and their positions, in assignment order."""
+
+    def __init__(self, default_reset: str = "latest") -> None:
+        self.default_reset = default_reset
+        self.assignment: dict[TopicPartition, PartitionState] = {}
+
+    def assign(self, partitions) -> None:
+        """Replace the assignment; partitions kept keep their position."""
+        new = {}
+        for tp in partitions:
+            tp = TopicPartition(*tp)
+            new[tp] = self.assignment.get(tp) or PartitionState()
+        self.assignment = new
+
+    def state(self, tp: TopicPartition) -> PartitionState:
+        try:
+            return self.assignment[tp]
+        except KeyError:
+            raise ValueError(f"No current assignment for partition {tp}") from None
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        state = self.state(tp)
+        state.position = offset
+        state.reset_strategy = None
+        state.reset_in_flight = False
+
+    def request_reset(self, tp: TopicPartition, strategy: str | None = None) -> None:
+        state = self.state(tp)
+        state.position = None
+        state.reset_strategy = strategy or self.default_reset
+        state.reset_in_flight = False
+        state.retry_after = 0.0
+
+    def missing_positions(self) -> list[TopicPartition]:
+        return [tp for tp, s in self.assignment.items() if s.position is None and s.reset_strategy is None]
+
+    def fetchable(self) -> list[TopicPartition]:
+        return [tp for tp, s in self.assignment.items() if s.position is not None and not s.paused]
+
+    def topics(self) -> set[str]:
+        return {tp.topic for tp in self.assignment}
+
+
+class _CompletedFetch:
+    """One partition's answer, read a batch at a time."""
+
+    def __init__(self, tp: TopicPartition, fetch_offset: int, records, check_crcs: bool) -> None:
+        self.tp = tp
+        self.fetch_offset = fetch_offset
+        self._batches = iter(decode_batches(records, verify_crc=check_crcs)) if records else iter(())
+        self._pending: deque = deque()
+        self._batch = None
+        self.exhausted = False
+
+    def take(self, state: PartitionState, limit: int, build: Callable) -> list[ConsumerRecord]:
+        out: list[ConsumerRecord] = []
+        while len(out) < limit:
+            if not self._pending:
+                if self._batch is not None:
+                    state.position = max(state.position, self._batch.next_offset)
+                    self._batch = None
+                batch = next(self._batches, None)
+                if batch is None:
+                    self.exhausted = True
+                    break
+                if batch.next_offset <= state.position:
+                    continue
+                if getattr(batch, "is_control", False):
+                    state.position = batch.next_offset
+                    continue
+                self._batch = batch
+                self._pending.extend(r for r in batch.records() if r.offset >= state.position)
+                continue
+            record = self._pending.popleft()
+            out.append(build(self.tp, self._batch, record))
+            state.position = record.offset + 1
+        return out
+
+
+class Fetcher:
+    def __init__(self, net, subscriptions: SubscriptionState, *, key_deserializer: Callable,
+                 value_deserializer: Callable, fetch_min_bytes: int = 1, fetch_max_wait_ms: int = 500,
+                 fetch_max_bytes: int = 52428800, max_partition_fetch_bytes: int = 1048576,
+                 max_poll_records: int = 500, isolation_level: str = "read_uncommitted", check_crcs: bool = True,
+                 retry_backoff_ms: int = 100, client_rack: str = "", log_prefix: str = "") -> None:
+        self.net = net
+        self.subscriptions = subscriptions
+        self.key_deserializer = key_deserializer
+        self.value_deserializer = value_deserializer
+        self.min_bytes = fetch_min_bytes
+        self.max_wait_ms = fetch_max_wait_ms
+        self.max_bytes = fetch_max_bytes
+        self.max_partition_bytes = max_partition_fetch_bytes
+        self.max_poll_records = max_poll_records
+        self.isolation = READ_COMMITTED if isolation_level == "read_committed" else 0
+        self.check_crcs = check_crcs
+        self.retry_backoff = retry_backoff_ms / 1000
+        self.rack = client_rack
+        self.log_prefix = log_prefix
+        self._completed: deque[_CompletedFetch] = deque()
+        self._nodes_fetching: set[int] = set()
+        self._errors: list[Exception] = []
+        self._out_of_range: dict[TopicPartition, int] = {}
+
+    # -- fetching ----------------------------------------------------------------------------
+
+    def send_fetches(self) -> int:
+        """Send a Fetch to each leader with fetchable partitions and none outstanding."""
+        cluster = self.net.cluster
+        buffered = {c.tp for c in self._completed}
+        by_node: dict[int, dict[str, list]] = {}
+        for tp in self.subscriptions.fetchable():
+            if tp in buffered:
+                continue
+            leader = cluster.leader_for(tp.topic, tp.partition)
+            if leader is None:
+                self.net.metadata.request_update()
+                continue
+            if leader in self._nodes_fetching:
+                continue
+            position = self.subscriptions.assignment[tp].position
+            by_node.setdefault(leader, {}).setdefault(tp.topic, []).append(FetchRequest.FetchPartition(
+                partition=tp.partition, current_leader_epoch=-1, fetch_offset=position, log_start_offset=-1,
+                partition_max_bytes=self.max_partition_bytes))
+        for node, topics in by_node.items():
+            request = FetchRequest(
+                replica_id=-1, max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes, max_bytes=self.max_bytes,
+                isolation_level=self.isolation, session_id=0, session_epoch=-1,
+                topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()],
+                forgotten_topics_data=[], rack_id=self.rack)
+            offsets = {TopicPartition(t, p.partition): p.fetch_offset for t, ps in topics.items() for p in ps}
+            self._nodes_fetching.add(node)
+            future = self.net.send(node, request)
+            future.add_callback(lambda response, error, node=node, offsets=offsets:
+                                self._handle_fetch(node, offsets, response, error))
+        return len(by_node)
+
+    def _handle_fetch(self, node: int, offsets: dict[TopicPartition, int], response, error) -> None:
+        self._nodes_fetching.discard(node)
+        if error is not None:
+            log.debug("%sFetch from node %d failed: %s", self.log_prefix, node, error)
+            return
+        if getattr(response, "error_code", 0):
+            log.info("%sFetch from node %d failed with %s", self.log_prefix, node,
+                     ErrorCode(response.error_code).name if response.error_code in ErrorCode._value2member_map_
+                     else response.error_code)
+            self.net.metadata.request_update()
+            return
+        assignment = self.subscriptions.assignment
+        for topic in response.responses:
+            for part in topic.partition_responses:
+                tp = TopicPartition(topic.topic, part.partition)
+                fetch_offset = offsets.get(tp)
+                state = assignment.get(tp)
+                if fetch_offset is None or state is None or state.position != fetch_offset:
+                    continue  # unassigned or sought while the fetch was out: the answer is stale
+                self._handle_partition(tp, state, fetch_offset, part)
+
+    def _handle_partition(self, tp: TopicPartition, state: PartitionState, fetch_offset: int, part) -> None:
+        code = part.error_code
+        if code == ErrorCode.NONE:
+            state.high_watermark = part.high_watermark
+            if part.log_start_offset >= 0:
+                state.log_start_offset = part.log_start_offset
+            if part.last_stable_offset >= 0:
+                state.last_stable_offset = part.last_stable_offset
+            if part.record_set:
+                self._completed.append(_CompletedFetch(tp, fetch_offset, part.record_set, self.check_crcs))
+        elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            if self.subscriptions.default_reset == "none":
+                self._out_of_range[tp] = fetch_offset
+            else:
+                log.info("%sFetch position %d is out of range for partition %s, resetting offset", self.log_prefix,
+                         fetch_offset, tp)
+                self.subscriptions.request_reset(tp)
+        elif code in INVALID_METADATA_CODES or code == ErrorCode.REPLICA_NOT_AVAILABLE:
+            log.debug("%sError %s fetching %s: refreshing metadata", self.log_prefix, ErrorCode(code).name, tp)
+            self.net.metadata.request_update()
+        elif code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+            self._errors.append(TopicAuthorizationError(f"Not authorized to access topics: [{tp.topic}]"))
+        else:
+            log.warning("%sUnexpected error code %s while fetching at offset %d from topic-partition %s",
+                        self.log_prefix, code, fetch_offset, tp)
+
+    def fetched_records(self, max_records: int | None = None) -> list[ConsumerRecord]:
+        """Records from answers already in, up to max.poll.records; raises errors those answers carried."""
+        self._raise_errors()
+        limit = max_records or self.max_poll_records
+        out: list[ConsumerRecord] = []
+        assignment = self.subscriptions.assignment
+        while self._completed and len(out) < limit:
+            completed = self._completed[0]
+            state = assignment.get(completed.tp)
+            if state is None or state.paused or state.position is None or completed.exhausted:
+                self._completed.popleft()
+                continue
+            if state.position != completed.fetch_offset:
+                # The user sought since the answer came in; it is stale.
+                self._completed.popleft()
+                continue
+            try:
+                taken = completed.take(state, limit - len(out), self._build)
+            except Exception:
+                self._completed.popleft()
+                if out:
+                    return out  # hand over what was read; the error comes back on the next fetch
+                raise
+            out.extend(taken)
+            completed.fetch_offset = state.position
+            if completed.exhausted:
+                self._completed.popleft()
+        return out
+
+    def has_buffered(self) -> bool:
+        return bool(self._completed)
+
+    def clear_buffer(self, tp: TopicPartition | None = None) -> None:
+        if tp is None:
+            self._completed.clear()
+        else:
+            self._completed = deque(c for c in self._completed if c.tp != tp)
+
+    def _raise_errors(self) -> None:
+        if self._out_of_range:
+            stale = {tp: o for tp, o in self._out_of_range.items()
+                     if tp in self.subscriptions.assignment and self.subscriptions.assignment[tp].position == o}
+            self._out_of_range.clear()
+            if stale:
+                raise OffsetOutOfRangeError(stale)
+        if self._errors:
+            error = self._errors.pop(0)
+            raise error
+
+    def _build(self, tp: TopicPartition, batch, record) -> ConsumerRecord:
+        key, value = record.key, record.value
+        epoch = getattr(batch, "partition_leader_epoch", -1)
+        return ConsumerRecord(
+            tp.topic, tp.partition, record.offset, record.timestamp, batch.timestamp_type,
+            self.key_deserializer(tp.topic, key), self.value_deserializer(tp.topic, value), record.headers,
+            -1 if key is None else len(key), -1 if value is None else len(value),
+            epoch if epoch >= 0 else None)
+
+    # -- positions from ListOffsets ------------------------------------------------------------
+
+    def reset_positions(self, now: float | None = None) -> None:
+        """Raise for partitions no policy can place; ask leaders for the others' reset offsets."""
+        subs = self.subscriptions
+        missing = subs.missing_positions()
+        if missing:
+            if subs.default_reset == "none":
+                raise NoOffsetForPartitionError(missing)
+            for tp in missing:
+                subs.request_reset(tp)
+        now = time.monotonic() if now is None else now
+        wanted = {tp: RESET_TIMESTAMPS[s.reset_strategy] for tp, s in subs.assignment.items()
+                  if s.reset_strategy is not None and not s.reset_in_flight and s.retry_after <= now}
+        if not wanted:
+            return
+        for tp in wanted:
+            subs.assignment[tp].reset_in_flight = True
+        for node, request, tps in self._list_offsets_requests(wanted):
+            if node is None:
+                for tp in tps:
+                    self._reset_failed(tp, wanted[tp])
+                continue
+            self.net.send(node, request).add_callback(
+                lambda response, error, tps=tps: self._handle_reset(tps, wanted, response, error))
+
+    def _reset_failed(self, tp: TopicPartition, timestamp: int) -> None:
+        state = self.subscriptions.assignment.get(tp)
+        if state is not None and state.reset_in_flight and RESET_TIMESTAMPS.get(state.reset_strategy) == timestamp:
+            state.reset_in_flight = False
+            state.retry_after = time.monotonic() + self.retry_backoff
+
+    def _handle_reset(self, tps, wanted, response, error) -> None:
+        results = {} if error is not None else self._parse_list_offsets(response)
+        for tp in tps:
+            state = self.subscriptions.assignment.get(tp)
+            if state is None or not state.reset_in_flight or RESET_TIMESTAMPS.get(state.reset_strategy) != wanted[tp]:
+                continue
+            found = results.get(tp)
+            if isinstance(found, tuple):
+                log.info("%sResetting offset for partition %s to offset %d.", self.log_prefix, tp, found[0])
+                self.subscriptions.seek(tp, found[0])
+            else:
+                self._reset_failed(tp, wanted[tp])
+
+    def _list_offsets_requests(self, timestamps: dict[TopicPartition, int]):
+        """(leader, ListOffsets request, partitions) per leader; leader None for partitions with none known."""
+        cluster = self.net.cluster
+        by_node: dict[int | None, dict[str, list]] = {}
+        for tp, ts in timestamps.items():
+            leader = cluster.leader_for(tp.topic, tp.partition)
+            if leader is None:
+                self.net.metadata.add_topic(tp.topic, time.monotonic())
+                self.net.metadata.request_update()
+            by_node.setdefault(leader, {}).setdefault(tp.topic, []).append((tp.partition, ts))
+        for node, topics in by_node.items():
+            tps = [TopicPartition(t, p) for t, ps in topics.items() for p, _ in ps]
+            if node is None:
+                yield None, None, tps
+                continue
+            request = ListOffsetsRequest(replica_id=-1, isolation_level=self.isolation, topics=[
+                ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=[
+                    ListOffsetsRequest.ListOffsetsPartition(partition_index=p, current_leader_epoch=-1, timestamp=ts,
+                                                            max_num_offsets=1) for p, ts in ps])
+                for t, ps in topics.items()])
+            yield node, request, tps
+
+    def _parse_list_offsets(self, response) -> dict[TopicPartition, "tuple[int, int] | None | Exception"]:
+        """Per partition: (offset, timestamp), None when no record matches, or the error."""
+        out: dict[TopicPartition, Any] = {}
+        for topic in response.topics:
+            for p in topic.partitions:
+                tp = TopicPartition(topic.name, p.partition_index)
+                if p.error_code != ErrorCode.NONE:
+                    error = error_for_code(p.error_code)
+                    if getattr(error, "invalid_metadata", False) or p.error_code in INVALID_METADATA_CODES:
+                        self.net.metadata.request_update()
+                    out[tp] = error
+                    continue
+                offset = p.offset if p.old_style_offsets is None or not p.old_style_offsets else p.old_style_offsets[0]
+                out[tp] = None if offset < 0 else (offset, p.timestamp)
+        return out
+
+    def list_offsets(self, timestamps: dict[TopicPartition, int], timeout: float,
+                     poll: Callable[[float, Callable[[], bool]], None]) -> dict[TopicPartition, "tuple[int, int] | None"]:
+        """Blocking ListOffsets for many partitions, retrying retriable errors until `timeout`."""
+        deadline = time.monotonic() + timeout
+        remaining = dict(timestamps)
+        results: dict[TopicPartition, tuple[int, int] | None] = {}
+        while remaining:
+            futures = []
+            for node, request, tps in self._list_offsets_requests(remaining):
+                if node is not None:
+                    futures.append(self.net.send(node, request))
+            if futures:
+                poll(max(0.0, deadline - time.monotonic()), lambda: all(f.done for f in futures))
+            for future in futures:
+                if not future.done or future.exception is not None:
+                    continue
+                for tp, found in self._parse_list_offsets(future.value).items():
+                    if tp not in remaining:
+                        continue
+                    if isinstance(found, Exception):
+                        if not found.retriable:
+                            raise found
+                        continue
+                    results[tp] = found
+                    del remaining[tp]
+            if remaining:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise KafkaTimeoutError(f"Failed to get offsets by times in {int(timeout * 1000)}ms")
+                poll(min(self.retry_backoff, left), lambda: False)
+        return results
+
+
+__all__ = ["ConsumerRecord", "EARLIEST_TIMESTAMP", "Fetcher", "LATEST_TIMESTAMP", "PartitionState",
+           "SubscriptionState"]

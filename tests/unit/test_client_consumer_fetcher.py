@@ -1,0 +1,186 @@
+"""The Fetcher's handling of Fetch and ListOffsets answers, over a fake network.
+
+A fake `net` records what the fetcher sends and lets each test answer by hand, so every
+branch (records, stale answers, out-of-range, leader moves, max.poll.records, control
+batches) is checked without sockets or time.
+"""
+from __future__ import annotations
+
+import pytest
+
+from kafkalike.client.errors import NoOffsetForPartitionError, OffsetOutOfRangeError
+from kafkalike.client.fetcher import Fetcher, SubscriptionState
+from kafkalike.client.metadata import Cluster, Node, PartitionInfo, TopicPartition, TopicView
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.fetch import FetchResponse
+from kafkalike.protocol.messages.list_offsets import ListOffsetsResponse
+from kafkalike.records import encode_batch, encode_end_txn_marker_batch
+from kafkalike.records.record import Record
+
+TP = TopicPartition("t", 0)
+
+
+class FakeFuture:
+    def __init__(self):
+        self.callbacks = []
+        self.done, self.value, self.exception = False, None, None
+
+    def add_callback(self, fn):
+        if self.done:
+            fn(self.value, self.exception)
+        else:
+            self.callbacks.append(fn)
+        return self
+
+    def complete(self, value, error=None):
+        self.done, self.value, self.exception = True, value, error
+        for fn in self.callbacks:
+            fn(value, error)
+
+
+class FakeMetadata:
+    def __init__(self):
+        self.updates = 0
+
+    def request_update(self):
+        self.updates += 1
+
+    def add_topic(self, topic, now):
+        pass
+
+
+class FakeNet:
+    def __init__(self, leader=1):
+        self.cluster = Cluster(nodes={1: Node(1, "h", 1), 2: Node(2, "h", 2)},
+                               topics={"t": TopicView.of([PartitionInfo("t", 0, leader), PartitionInfo("t", 1, leader)])})
+        self.metadata = FakeMetadata()
+        self.sent = []
+
+    def send(self, node, request):
+        future = FakeFuture()
+        self.sent.append((node, request, future))
+        return future
+
+
+def batch(base_offset, count, ts=1000):
+    return encode_batch([Record(i, ts + i, b"k%d" % (base_offset + i), b"v%d" % (base_offset + i), [("h", b"x")])
+                         for i in range(count)], base_offset=base_offset)
+
+
+def answer(records=b"", error=ErrorCode.NONE, hw=100, partition=0):
+    part = FetchResponse.FetchablePartitionResponse(partition=partition, error_code=error, high_watermark=hw,
+                                                    last_stable_offset=hw, log_start_offset=0, record_set=records)
+    return FetchResponse(responses=[FetchResponse.FetchableTopicResponse(topic="t", partition_responses=[part])])
+
+
+def make(reset="earliest", max_poll_records=500, partitions=(TP,)):
+    net = FakeNet()
+    subs = SubscriptionState(reset)
+    subs.assign(partitions)
+    fetcher = Fetcher(net, subs, key_deserializer=lambda t, d: d, value_deserializer=lambda t, d: d,
+                      max_poll_records=max_poll_records)
+    return net, subs, fetcher
+
+
+def test_records_come_back_with_offsets_headers_and_the_position_advances():
+    net, subs, fetcher = make()
+    subs.seek(TP, 0)
+    assert fetcher.send_fetches() == 1
+    node, request, future = net.sent[0]
+    assert node == 1 and request.topics[0].partitions[0].fetch_offset == 0
+    assert fetcher.send_fetches() == 0  # one fetch per node at a time
+    future.complete(answer(batch(0, 3) + batch(3, 2)))
+    records = fetcher.fetched_records()
+    assert [(r.offset, r.key, r.value, r.headers) for r in records] == [
+        (i, b"k%d" % i, b"v%d" % i, [("h", b"x")]) for i in range(5)]
+    assert [r.timestamp for r in records] == [1000, 1001, 1002, 1000, 1001]
+    assert subs.assignment[TP].position == 5
+    assert subs.assignment[TP].high_watermark == 100
+
+
+def test_max_poll_records_splits_an_answer_across_polls_without_refetching():
+    net, subs, fetcher = make(max_poll_records=2)
+    subs.seek(TP, 0)
+    fetcher.send_fetches()
+    net.sent[0][2].complete(answer(batch(0, 5)))
+    assert [r.offset for r in fetcher.fetched_records()] == [0, 1]
+    assert fetcher.send_fetches() == 0  # the partition still has buffered records
+    assert [r.offset for r in fetcher.fetched_records()] == [2, 3]
+    assert [r.offset for r in fetcher.fetched_records()] == [4]
+    assert subs.assignment[TP].position == 5
+    assert fetcher.send_fetches() == 1
+    assert net.sent[1][1].topics[0].partitions[0].fetch_offset == 5
+
+
+def test_records_below_the_position_and_control_batches_are_skipped():
+    net, subs, fetcher = make()
+    subs.seek(TP, 2)
+    fetcher.send_fetches()
+    marker = encode_end_txn_marker_batch(base_offset=4, producer_id=1, producer_epoch=0, commit=True,
+                                         coordinator_epoch=0, timestamp=5)
+    net.sent[0][2].complete(answer(batch(0, 4) + marker + batch(5, 1)))
+    assert [r.offset for r in fetcher.fetched_records()] == [2, 3, 5]
+    assert subs.assignment[TP].position == 6
+
+
+def test_an_answer_made_stale_by_a_seek_is_dropped():
+    net, subs, fetcher = make()
+    subs.seek(TP, 0)
+    fetcher.send_fetches()
+    subs.seek(TP, 10)
+    net.sent[0][2].complete(answer(batch(0, 3)))
+    assert fetcher.fetched_records() == []
+    assert subs.assignment[TP].position == 10
+
+
+def test_out_of_range_resets_by_policy_or_raises_without_one():
+    net, subs, fetcher = make("earliest")
+    subs.seek(TP, 50)
+    fetcher.send_fetches()
+    net.sent[0][2].complete(answer(error=ErrorCode.OFFSET_OUT_OF_RANGE))
+    assert subs.assignment[TP].position is None and subs.assignment[TP].reset_strategy == "earliest"
+    fetcher.reset_positions()
+    node, request, future = net.sent[-1]
+    assert request.topics[0].partitions[0].timestamp == -2
+    part = ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=0, error_code=0, timestamp=-1, offset=7)
+    future.complete(ListOffsetsResponse(topics=[ListOffsetsResponse.ListOffsetsTopicResponse(name="t",
+                                                                                           partitions=[part])]))
+    assert subs.assignment[TP].position == 7
+
+    net, subs, fetcher = make("none")
+    subs.seek(TP, 50)
+    fetcher.send_fetches()
+    net.sent[0][2].complete(answer(error=ErrorCode.OFFSET_OUT_OF_RANGE))
+    with pytest.raises(OffsetOutOfRangeError) as caught:
+        fetcher.fetched_records()
+    assert caught.value.offsets == {TP: 50}
+
+
+def test_no_position_without_a_reset_policy_raises():
+    net, subs, fetcher = make("none")
+    with pytest.raises(NoOffsetForPartitionError) as caught:
+        fetcher.reset_positions()
+    assert caught.value.partitions == {TP}
+
+
+def test_a_moved_leader_asks_for_metadata_and_keeps_the_position():
+    net, subs, fetcher = make()
+    subs.seek(TP, 3)
+    fetcher.send_fetches()
+    net.sent[0][2].complete(answer(error=ErrorCode.NOT_LEADER_OR_FOLLOWER))
+    assert net.metadata.updates == 1
+    assert fetcher.fetched_records() == []
+    net.cluster = Cluster(nodes=net.cluster.nodes, topics={"t": TopicView.of([PartitionInfo("t", 0, 2)])})
+    fetcher.send_fetches()
+    assert net.sent[-1][0] == 2 and net.sent[-1][1].topics[0].partitions[0].fetch_offset == 3
+
+
+def test_paused_partitions_are_not_fetched():
+    tp1 = TopicPartition("t", 1)
+    net, subs, fetcher = make(partitions=(TP, tp1))
+    subs.seek(TP, 0)
+    subs.seek(tp1, 0)
+    subs.assignment[TP].paused = True
+    fetcher.send_fetches()
+    [(_, request, _)] = net.sent
+    assert [p.partition for p in request.topics[0].partitions] == [1]
