@@ -306,6 +306,7 @@ class KafkaConsumer:
                 leave_on_close=cfg["internal.leave.group.on.close"], log_prefix=self._log_prefix)
         self._user_assigned = False
         self._closed = False
+        self._closing = False
 
     def __enter__(self) -> "KafkaConsumer":
         return self
@@ -549,13 +550,16 @@ class KafkaConsumer:
     @_locked
     def close(self, timeout: float | None = None) -> None:
         """Commit (with enable.auto.commit), leave the group, and close the connections."""
-        if self._closed:
+        if self._closed or self._closing:
             return
-        self._closed = True
+        # Still open while the coordinator leaves: a rebalance listener may commit on
+        # revoke during close(), as the Java client allows.
+        self._closing = True
         try:
             if self._coordinator is not None:
                 self._coordinator.close(30.0 if timeout is None else timeout)
         finally:
+            self._closed = True
             self._net.close()
 
 

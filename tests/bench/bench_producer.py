@@ -1,18 +1,30 @@
-"""Producer throughput: kafkalike's KafkaProducer next to kafka-python's and confluent-kafka's, in one run.
+"""Producer throughput: kafkalike's KafkaProducer next to kafka-python, aiokafka and confluent-kafka, in one run.
 
     python tests/bench/bench_producer.py [--records 300000] [--kafka-python-records 100000]
-                                         [--reps 3] [--linger-ms 5] [--batch-size 16384]
-                                         [--key-size 0] [--dir /dev/shm]
+                                         [--value-sizes 100,1024] [--reps 3] [--linger-ms 5]
+                                         [--batch-size 16384] [--key-size 0] [--dir /dev/shm]
+                                         [--memory-records 300000] [--profile /tmp/producer-prof]
 
 It starts its own ZooKeeper and one broker (kafkalike.lab, log dir in memory by
-default) and removes everything afterwards. Every client produces the same 100-byte
-values (plus an optional key) to its own fresh single-partition topic on that broker,
-acks=1, no compression, the same batch.size and linger.ms, from a plain Python loop
-of send()/produce() calls timed from the first call until flush() returns. Each
+default) and removes everything afterwards. For each value size (100 bytes and 1 KiB by
+default) every client produces the same values (plus an optional key) to its own fresh
+single-partition topic on that broker, acks=1, no compression, the same batch.size and
+linger.ms, from a plain Python loop of send()/produce() calls timed from the first call
+until flush() returns (aiokafka: `await send()` per record, then `await flush()`). Each
 measurement runs in a fresh process so no client's background threads linger into
 another's run; the order rotates between repetitions so machine noise spreads evenly.
-kafka-python is given fewer records by default because it is much slower. Medians;
-MB = 10^6 bytes of values (keys included when --key-size > 0).
+kafka-python and aiokafka are given fewer records by default because they are much
+slower; 1 KiB runs use a third of the records. Medians; MB = 10^6 bytes of values (keys
+included when --key-size > 0).
+
+Memory: afterwards one more process runs kafkalike's producer with buffer.memory=32 MiB
+producing --memory-records 1 KiB records (each value a fresh bytes object, as real data
+is) as fast as it can, and reports its peak RSS
+(VmHWM from /proc/<pid>/status, read by the process itself after flush()) next to the
+peak RSS of the same process before its first send (interpreter, imports, client); once
+as is, and once with the broker stopped (SIGSTOP) for --memory-stall seconds right after
+sending starts, so nothing is acknowledged and the whole buffer fills.
+--profile PREFIX runs kafkalike once per size under cProfile (PREFIX.<size>.txt).
 """
 from __future__ import annotations
 
@@ -30,18 +42,38 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-VALUE_SIZE = 100
-CLIENTS = ("kafkalike", "kafka-python", "confluent-kafka")
+CLIENTS = ("kafkalike", "kafka-python", "aiokafka", "confluent-kafka")
+SLOW_CLIENTS = ("kafka-python", "aiokafka")
+MEMORY_BUFFER = 32 * 1024 * 1024
 
 
-def produce_kafkalike(bootstrap: str, topic: str, records: int, value: bytes, keys: list, cfg: dict) -> None:
+def peak_rss_mib() -> float:
+    """VmHWM of this process: the most resident memory it ever had."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def produce_kafkalike(bootstrap: str, topic: str, records: int, value: bytes, keys: list, cfg: dict) -> float:
     from kafkalike.client.producer import KafkaProducer
+    extra = {"buffer.memory": cfg["buffer_memory"]} if cfg.get("buffer_memory") else {}
     producer = KafkaProducer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": cfg["linger"],
-                              "batch.size": cfg["batch"], "max.block.ms": 120000})
+                              "batch.size": cfg["batch"], "max.block.ms": 120000, **extra})
     producer.send(topic, b"warm-up").get(60)
+    cfg["rss_before"] = peak_rss_mib()
+    if cfg.get("buffer_memory"):
+        print("sending", flush=True)   # the parent stalls the broker now, so the buffer fills
     start = time.perf_counter()
     send = producer.send
-    if keys:
+    if cfg.get("buffer_memory"):
+        # A value object of its own per record, as real data has: the producer holds
+        # references until a batch is encoded, so one shared value would cost nothing.
+        prefix = value[:-4]
+        for i in range(records):
+            send(topic, prefix + i.to_bytes(4, "big"))
+    elif keys:
         for i in range(records):
             send(topic, value, keys[i % len(keys)])
     else:
@@ -72,6 +104,32 @@ def produce_kafka_python(bootstrap: str, topic: str, records: int, value: bytes,
     return elapsed
 
 
+def produce_aiokafka(bootstrap: str, topic: str, records: int, value: bytes, keys: list, cfg: dict) -> float:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    async def run() -> float:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=cfg["linger"],
+                                    max_batch_size=cfg["batch"], request_timeout_ms=120000)
+        await producer.start()
+        try:
+            await (await producer.send(topic, b"warm-up"))
+            start = time.perf_counter()
+            send = producer.send
+            if keys:
+                for i in range(records):
+                    await send(topic, value, keys[i % len(keys)])
+            else:
+                for _ in range(records):
+                    await send(topic, value)
+            await producer.flush()
+            return time.perf_counter() - start
+        finally:
+            await producer.stop()
+    return asyncio.run(run())
+
+
 def produce_confluent(bootstrap: str, topic: str, records: int, value: bytes, keys: list, cfg: dict) -> float:
     from confluent_kafka import Producer
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": cfg["linger"],
@@ -92,18 +150,28 @@ def produce_confluent(bootstrap: str, topic: str, records: int, value: bytes, ke
     return time.perf_counter() - start
 
 
-WORKERS = {"kafkalike": produce_kafkalike, "kafka-python": produce_kafka_python,
+WORKERS = {"kafkalike": produce_kafkalike, "kafka-python": produce_kafka_python, "aiokafka": produce_aiokafka,
            "confluent-kafka": produce_confluent}
 
 
 def worker(args: argparse.Namespace) -> int:
-    """One timed run in this process; prints its seconds as JSON."""
-    value = bytes(range(VALUE_SIZE))
+    """One timed run in this process; prints its seconds (and peak RSS in MiB) as JSON."""
+    value = bytes(i % 256 for i in range(args.value_size))
     keys = [i.to_bytes(4, "big") * (args.key_size // 4 + 1) for i in range(1000)] if args.key_size else []
     keys = [k[:args.key_size] for k in keys]
-    cfg = {"linger": args.linger_ms, "batch": args.batch_size}
-    seconds = WORKERS[args.worker](args.bootstrap, args.topic, args.records, value, keys, cfg)
-    print(json.dumps({"seconds": seconds}))
+    cfg = {"linger": args.linger_ms, "batch": args.batch_size, "buffer_memory": args.buffer_memory}
+    if args.profile_out:
+        import cProfile
+        import pstats
+        profiler = cProfile.Profile()
+        profiler.enable()
+        seconds = WORKERS[args.worker](args.bootstrap, args.topic, args.records, value, keys, cfg)
+        profiler.disable()
+        with open(args.profile_out, "w") as out:
+            pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(30)
+    else:
+        seconds = WORKERS[args.worker](args.bootstrap, args.topic, args.records, value, keys, cfg)
+    print(json.dumps({"seconds": seconds, "peak_rss_mib": peak_rss_mib(), "rss_before_mib": cfg.get("rss_before")}))
     return 0
 
 
@@ -112,6 +180,33 @@ def create_topic(bootstrap: str, name: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(name, 1, 1)], operation_timeout=30).values():
         future.result()
+
+
+def measure_memory(broker, args: argparse.Namespace, stall: float) -> dict:
+    """Peak RSS of a kafkalike producer with buffer.memory=32 MiB. With `stall` > 0 the broker
+    is stopped (SIGSTOP) for that long once sending starts: nothing is acknowledged, so the
+    producer fills its whole buffer and then blocks in send(), the worst case for memory."""
+    import signal
+    topic = f"bench-memory-{int(time.time() * 1000)}"
+    create_topic(broker.bootstrap, topic)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--worker", "kafkalike", "--bootstrap", broker.bootstrap, "--topic", topic,
+         "--records", str(args.memory_records), "--linger-ms", str(args.linger_ms), "--value-size", "1024",
+         "--batch-size", str(args.batch_size), "--buffer-memory", str(MEMORY_BUFFER)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.strip() == "sending" and stall > 0:
+            time.sleep(0.2)
+            os.kill(broker.proc.pid, signal.SIGSTOP)
+            try:
+                time.sleep(stall)
+            finally:
+                os.kill(broker.proc.pid, signal.SIGCONT)
+    if proc.wait(timeout=600) != 0:
+        raise RuntimeError(f"memory run failed:\n{proc.stderr.read()}")
+    return json.loads(lines[-1])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -127,35 +222,57 @@ def run(args: argparse.Namespace) -> int:
         broker = BrokerProcess(0, zookeeper.connect_string + "/bench", base / "kafka")
         broker.start()
         broker.wait_ready(60)
-        counts = {"kafkalike": args.records, "confluent-kafka": args.records,
-                  "kafka-python": args.kafka_python_records}
+        sizes = [int(v) for v in args.value_sizes.split(",")]
         print(f"{time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
-        print(f"{VALUE_SIZE}-byte values, key {args.key_size or 'none'}, 1 partition, acks=1, "
+        print(f"values of {', '.join(map(str, sizes))} bytes, key {args.key_size or 'none'}, 1 partition, acks=1, "
               f"batch.size={args.batch_size}, linger.ms={args.linger_ms}, no compression; broker log dir in "
               f"{args.dir}; {args.reps} rotating reps, medians")
-        seconds: dict[str, list[float]] = {c: [] for c in CLIENTS}
+
+        def spawn(client: str, size: int, records: int, *extra: str) -> dict:
+            topic = f"bench-{client}-{size}-{int(time.time() * 1000)}"
+            create_topic(broker.bootstrap, topic)
+            proc = subprocess.run(
+                [sys.executable, __file__, "--worker", client, "--bootstrap", broker.bootstrap, "--topic", topic,
+                 "--records", str(records), "--linger-ms", str(args.linger_ms), "--value-size", str(size),
+                 "--batch-size", str(args.batch_size), "--key-size", str(args.key_size), *extra],
+                capture_output=True, text=True, timeout=1200)
+            if proc.returncode != 0:
+                raise RuntimeError(f"{client} failed:\n{proc.stderr}")
+            return json.loads(proc.stdout.strip().splitlines()[-1])
+
+        counts: dict[tuple[str, int], int] = {}
+        for size in sizes:
+            scale = 1 if size <= 100 else 3
+            for client in CLIENTS:
+                base_count = args.kafka_python_records if client in SLOW_CLIENTS else args.records
+                counts[(client, size)] = base_count // scale
+        seconds: dict[tuple[str, int], list[float]] = {key: [] for key in counts}
         for rep in range(args.reps):
-            order = CLIENTS[rep % 3:] + CLIENTS[:rep % 3]
-            for client in order:
-                topic = f"bench-{client}-{rep}-{int(time.time() * 1000)}"
-                create_topic(broker.bootstrap, topic)
-                proc = subprocess.run(
-                    [sys.executable, __file__, "--worker", client, "--bootstrap", broker.bootstrap, "--topic", topic,
-                     "--records", str(counts[client]), "--linger-ms", str(args.linger_ms),
-                     "--batch-size", str(args.batch_size), "--key-size", str(args.key_size)],
-                    capture_output=True, text=True, timeout=1200)
-                if proc.returncode != 0:
-                    print(f"{client} failed:\n{proc.stderr}", file=sys.stderr)
-                    return 1
-                seconds[client].append(json.loads(proc.stdout.strip().splitlines()[-1])["seconds"])
-            print(f"  rep {rep + 1}/{args.reps}: " + ", ".join(
-                f"{c} {counts[c] / seconds[c][-1]:,.0f} rec/s" for c in CLIENTS), flush=True)
-        print(f"\n{'client':<18}{'records':>10}{'records/s':>14}{'MB/s':>9}")
-        per_record = VALUE_SIZE + args.key_size
-        for client in CLIENTS:
-            median = statistics.median(seconds[client])
-            rate = counts[client] / median
-            print(f"{client:<18}{counts[client]:>10,}{rate:>14,.0f}{rate * per_record / 1e6:>9.1f}")
+            order = CLIENTS[rep % len(CLIENTS):] + CLIENTS[:rep % len(CLIENTS)]
+            for size in sizes:
+                for client in order:
+                    seconds[(client, size)].append(spawn(client, size, counts[(client, size)])["seconds"])
+                print(f"  rep {rep + 1}/{args.reps} {size} B: " + ", ".join(
+                    f"{c} {counts[(c, size)] / seconds[(c, size)][-1]:,.0f} rec/s" for c in CLIENTS), flush=True)
+        print(f"\n{'size':>6} {'client':<17}{'records':>9}{'records/s':>12}{'MB/s':>8}{'ours/this':>11}")
+        for size in sizes:
+            ours = counts[("kafkalike", size)] / statistics.median(seconds[("kafkalike", size)])
+            for client in CLIENTS:
+                rate = counts[(client, size)] / statistics.median(seconds[(client, size)])
+                print(f"{size:>6} {client:<17}{counts[(client, size)]:>9,}{rate:>12,.0f}"
+                      f"{rate * (size + args.key_size) / 1e6:>8.1f}{ours / rate:>10.2f}x")
+        if args.memory_records:
+            for stall in (0.0, args.memory_stall):
+                memory = measure_memory(broker, args, stall)
+                print(f"\nmemory: kafkalike, buffer.memory=32 MiB, {args.memory_records:,} x 1 KiB as fast as it can, "
+                      f"broker stopped for {stall:.0f} s mid-run ({args.memory_records / memory['seconds']:,.0f} "
+                      f"rec/s): peak RSS {memory['peak_rss_mib']:.1f} MiB (before the first send: "
+                      f"{memory['rss_before_mib']:.1f} MiB)")
+        if args.profile:
+            for size in sizes:
+                out = f"{args.profile}.{size}.txt"
+                spawn("kafkalike", size, counts[("kafkalike", size)], "--profile-out", out)
+                print(f"cProfile of kafkalike, {size} B: {out}")
         print(f"load average {os.getloadavg()[0]:.2f} at the end")
         return 0
     finally:
@@ -173,6 +290,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--linger-ms", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=16384)
     parser.add_argument("--key-size", type=int, default=0)
+    parser.add_argument("--value-sizes", default="100,1024")
+    parser.add_argument("--memory-records", type=int, default=300_000)
+    parser.add_argument("--memory-stall", type=float, default=3.0)
+    parser.add_argument("--profile", default="")
+    parser.add_argument("--value-size", type=int, default=100, help=argparse.SUPPRESS)
+    parser.add_argument("--buffer-memory", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--profile-out", default="", help=argparse.SUPPRESS)
     parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
     parser.add_argument("--worker", choices=CLIENTS, help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
