@@ -44,6 +44,7 @@ from kafkalike.protocol.messages.describe_groups import DescribeGroupsRequest
 from kafkalike.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kafkalike.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kafkalike.protocol.messages.list_groups import ListGroupsRequest
+from kafkalike.protocol.messages.delete_records import DeleteRecordsRequest
 from kafkalike.protocol.messages.list_offsets import ListOffsetsRequest
 from kafkalike.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from kafkalike.protocol.messages.metadata import MetadataRequest, MetadataResponse
@@ -756,6 +757,35 @@ class AdminClient:
                                       f"The server response did not contain partition {missing[0][0]}-{missing[0][1]}")
             return {tp: out[tp] for tp in wanted}
         return self._call("listOffsets", attempt)
+
+    def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Move each partition's log start offset to `before[tp]` (-1: the high watermark),
+        asked of its leader; returns the new low watermarks (Admin.deleteRecords)."""
+        wanted = {tuple(tp): offset for tp, offset in before.items()}
+
+        def attempt(deadline: float) -> dict[TopicPartition, int]:
+            if not wanted:
+                return {}
+            metadata = self._metadata(sorted({t for t, _ in wanted}), deadline)
+            out: dict[TopicPartition, int] = {}
+            for leader, tps in _leaders(metadata, wanted).items():
+                connection = self._broker_connection(leader, deadline)
+                request = DeleteRecordsRequest(timeout_ms=int(self._request_timeout * 1000), topics=[
+                    DeleteRecordsRequest.DeleteRecordsTopic(name=topic, partitions=[
+                        DeleteRecordsRequest.DeleteRecordsPartition(partition_index=p, offset=wanted[(topic, p)])
+                        for p in parts])
+                    for topic, parts in _by_topic(tps).items()])
+                response = self._send(connection, request, self._version(connection, DeleteRecordsRequest.API_KEY))
+                for t in response.topics:
+                    for p in t.partitions:
+                        error = ErrorCode(p.error_code)
+                        if error in _LEADER_RETRIABLE:
+                            raise _Retry(True)
+                        if error != ErrorCode.NONE:
+                            raise KafkaAdminError(error)
+                        out[(t.name, p.partition_index)] = p.low_watermark
+            return {tp: out[tp] for tp in wanted}
+        return self._call("deleteRecords", attempt)
 
     def _find_coordinator(self, group_id: str, deadline: float) -> CoordinatorNode:
         connection = self._any_connection(deadline)

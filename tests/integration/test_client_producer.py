@@ -169,3 +169,17 @@ def test_acked_records_survive_the_leader_being_killed(kafka_cluster):
     assert failed == [] and sorted(acked) == list(range(600))
     values = {int(m.value()) for m in consume(bootstrap, topic, 1, 600, timeout=60)}
     assert values == set(range(600))
+
+
+def test_admin_delete_records_moves_the_low_watermark(broker):
+    from kafkalike.client.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("admin-delete-records", 1, 1)])
+    producer = KafkaProducer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        producer.send("admin-delete-records", value=b"%d" % i, partition=0)
+    producer.flush()
+    producer.close()
+    assert admin.delete_records({("admin-delete-records", 0): 4}) == {("admin-delete-records", 0): 4}
+    assert admin.delete_records({("admin-delete-records", 0): -1}) == {("admin-delete-records", 0): 10}
+    admin.close()
