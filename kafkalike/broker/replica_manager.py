@@ -15,6 +15,8 @@ from kafkalike.broker.partition import Partition
 from kafkalike.broker.purgatory import DelayedOperation, Purgatory
 from kafkalike.protocol.errors import ErrorCode, KafkaProtocolError
 from kafkalike.storage import errors as storage_errors
+from kafkalike.storage.producer_state import (InvalidProducerEpochError, OutOfOrderSequenceError,
+                                                UnknownProducerIdError)
 
 log = logging.getLogger("kafka.server.ReplicaManager")
 state_log = logging.getLogger("state.change.logger")
@@ -34,6 +36,9 @@ def error_for(exc: Exception) -> ErrorCode:
         (storage_errors.InvalidTimestampError, ErrorCode.INVALID_TIMESTAMP),
         (storage_errors.InvalidRecordError, ErrorCode.INVALID_RECORD),
         (storage_errors.KafkaStorageError, ErrorCode.KAFKA_STORAGE_ERROR),
+        (OutOfOrderSequenceError, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
+        (InvalidProducerEpochError, ErrorCode.INVALID_PRODUCER_EPOCH),
+        (UnknownProducerIdError, ErrorCode.UNKNOWN_PRODUCER_ID),
     ]
     for cls, code in mapping:
         if isinstance(exc, cls):

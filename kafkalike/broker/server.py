@@ -26,6 +26,7 @@ from kafkalike.broker.replica_manager import ReplicaManager
 from kafkalike.controller.controller import KafkaController
 from kafkalike.coordinator.config import OFFSETS_TOPIC
 from kafkalike.coordinator.coordinator import GroupCoordinator
+from kafkalike.coordinator.producer_id_manager import ProducerIdManager
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.storage.config import KEYS_BY_NAME, LogConfig
 from kafkalike.storage.manager import LogManager
@@ -68,6 +69,7 @@ class KafkaServer:
         self.metadata_cache: MetadataCache | None = None
         self.controller: KafkaController | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.producer_id_manager: ProducerIdManager | None = None
         self.admin = AdminManager(self)
         self.ports: list = []
         self._tasks: list[task.LoopingCall] = []
@@ -133,6 +135,7 @@ class KafkaServer:
         self.fetchers = ReplicaFetcherManager(self)
         self.group_coordinator = GroupCoordinator.for_server(self)
         self.group_coordinator.startup()
+        self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk)
         load_handlers()
         await self._listen()
         self.zk.add_session_listener(self._on_session_event)

@@ -27,6 +27,7 @@ from typing import Callable, Iterable
 from crc32c import crc32c
 
 from kafkalike.client.errors import IllegalStateError, KafkaError, KafkaTimeoutError
+from kafkalike.client.idempotence import insert_in_sequence_order
 from kafkalike.client.metadata import Cluster, TopicPartition
 from kafkalike.records import compression as codecs
 from kafkalike.records.batch import decode_batches
@@ -174,7 +175,7 @@ class ProducerBatch:
 
     __slots__ = ("tp", "created", "last_attempt", "attempts", "drained", "count", "base_ts", "max_ts", "thunks",
                  "result", "allocated", "compression", "_parts", "_size", "_limit", "_closed", "_built",
-                 "_uncompressed_size", "finished", "_factor")
+                 "_uncompressed_size", "finished", "_factor", "producer_id", "producer_epoch", "base_sequence")
 
     def __init__(self, tp: TopicPartition, now: float, compression: int, write_limit: int, allocated: int,
                  ratio: float = 1.0) -> None:
@@ -201,6 +202,9 @@ class ProducerBatch:
         self._built: bytes | None = None
         self._uncompressed_size = 0
         self.finished = False
+        self.producer_id = -1       # set by an idempotent producer when the batch is first drained
+        self.producer_epoch = -1
+        self.base_sequence = -1
 
     def __repr__(self) -> str:
         return f"ProducerBatch({self.tp}, count={self.count}, attempts={self.attempts})"
@@ -268,14 +272,20 @@ class ProducerBatch:
     def uncompressed_size(self) -> int:
         return HEADER_SIZE + (self._size if self._built is None else self._uncompressed_size)
 
+    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        """Stamp an idempotent producer's id and sequence; must come before build()."""
+        if self._built is not None:
+            raise RuntimeError("the batch is already built; its producer state cannot change")
+        self.producer_id, self.producer_epoch, self.base_sequence = producer_id, producer_epoch, base_sequence
+
     def build(self) -> bytes:
-        """The v2 batch bytes (base offset 0, no producer id), made once."""
+        """The v2 batch bytes (base offset 0, producer fields as stamped), made once."""
         if self._built is None:
             self._closed = True
             records = b"".join(self._parts)
             payload = codecs.compress(self.compression, records) if self.compression else records
             after_crc = _AFTER_CRC.pack(self.compression, self.count - 1, self.base_ts, self.max_ts,
-                                        -1, -1, -1, self.count)
+                                        self.producer_id, self.producer_epoch, self.base_sequence, self.count)
             crc = crc32c(payload, crc32c(after_crc))
             prefix = _PREFIX.pack(0, HEADER_SIZE - LOG_OVERHEAD + len(payload), -1, 2, crc)
             self._built = b"".join((prefix, after_crc, payload))
@@ -407,6 +417,9 @@ class RecordAccumulator:
         self._flushes = 0
         self._closed = False
         self._muted: set[TopicPartition] = set()
+        # An idempotent producer's IdempotenceManager: says which head batches may go and
+        # numbers them as they are drained.
+        self.idempotence = None
         self._drain_index: dict[int, int] = {}
         self._ratios: dict[str, float] = {}
 
@@ -502,6 +515,8 @@ class RecordAccumulator:
                 if leader in nodes or tp in self._muted:
                     continue
                 batch = dq[0]
+                if self.idempotence is not None and not self.idempotence.may_drain(batch):
+                    continue
                 waited = now - batch.last_attempt
                 backing_off = batch.attempts > 0 and waited < retry_backoff
                 time_to_wait = retry_backoff if backing_off else linger
@@ -538,10 +553,14 @@ class RecordAccumulator:
                     first = dq[0]
                     if first.attempts > 0 and now - first.last_attempt < self.retry_backoff:
                         continue
+                    if self.idempotence is not None and not self.idempotence.may_drain(first):
+                        continue
                     estimate = first.estimated_size
                     if ready and size + estimate > max_size:
                         break
                     dq.popleft()
+                    if self.idempotence is not None:
+                        self.idempotence.assign(first)
                     first.close()
                     first.drained = now
                     size += estimate
@@ -572,7 +591,11 @@ class RecordAccumulator:
         batch.attempts += 1
         batch.last_attempt = now
         with self._lock:
-            self._batches.setdefault(batch.tp, deque()).appendleft(batch)
+            dq = self._batches.setdefault(batch.tp, deque())
+            if batch.base_sequence >= 0:
+                insert_in_sequence_order(dq, batch)
+            else:
+                dq.appendleft(batch)
 
     def split_and_reenqueue(self, batch: ProducerBatch, now: float) -> int:
         pieces = batch.split(self.batch_size)

@@ -181,11 +181,22 @@ def producer_config(user: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+def _check_idempotence(config: dict[str, Any], user: Mapping[str, Any]) -> None:
+    """Java's rules: acks must be all (and becomes all when unset), retries non-zero, at most 5 in flight."""
+    if "retries" in user and config["retries"] == 0:
+        raise ConfigError("Must set retries to non-zero when using the idempotent producer.")
+    if "acks" in user and config["acks"] not in ("all", "-1"):
+        raise ConfigError("Must set acks to all in order to use the idempotent producer. "
+                          "Otherwise we cannot guarantee idempotence.")
+    config["acks"] = "-1"
+    if config["max.in.flight.requests.per.connection"] > 5:
+        raise ConfigError("Must set max.in.flight.requests.per.connection to at most 5 to use the "
+                          "idempotent producer.")
+
+
 def _check_combinations(config: dict[str, Any], user: Mapping[str, Any]) -> None:
     if config["enable.idempotence"]:
-        raise UnsupportedFeatureError(
-            "enable.idempotence=true is not supported yet: the broker does not serve InitProducerId, "
-            "which idempotent producers need for their producer id. Leave enable.idempotence at false.")
+        _check_idempotence(config, user)
     if config["transactional.id"] is not None:
         raise UnsupportedFeatureError(
             "transactional.id is not supported yet: transactions need InitProducerId and the transaction "

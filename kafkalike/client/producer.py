@@ -40,6 +40,7 @@ from kafkalike.client.errors import (
     RecordTooLargeError,
     SerializationError,
 )
+from kafkalike.client.idempotence import IdempotenceManager
 from kafkalike.client.metadata import Metadata, PartitionInfo
 from kafkalike.client.network import NetworkClient
 from kafkalike.client.partitioner import resolve_partitioner
@@ -192,8 +193,9 @@ class KafkaProducer:
         self._sender = Sender(
             client, self._metadata, self._accumulator, acks=int(cfg["acks"]), retries=cfg["retries"],
             request_timeout_ms=cfg["request.timeout.ms"], max_request_size=cfg["max.request.size"],
-            guarantee_order=cfg["max.in.flight.requests.per.connection"] == 1, log_prefix=self._log_prefix,
-            name=f"kafka-producer-network-thread | {self.client_id}")
+            guarantee_order=cfg["max.in.flight.requests.per.connection"] == 1 and not cfg["enable.idempotence"],
+            log_prefix=self._log_prefix, name=f"kafka-producer-network-thread | {self.client_id}",
+            idempotence=IdempotenceManager() if cfg["enable.idempotence"] else None)
         self._wakeup = client.wakeup  # cheap when a wakeup is already pending
         self._closed = False
         self._close_lock = threading.Lock()

@@ -10,7 +10,9 @@ them (MESSAGE_TOO_LARGE for a batch of several records). Errors that mean the
 leader moved, and lost connections, trigger a metadata refresh first.
 
 With max.in.flight.requests.per.connection=1 a partition is muted while its batch is in
-flight, so retries cannot reorder records.
+flight, so retries cannot reorder records. An idempotent producer (enable.idempotence)
+first gets a producer id with InitProducerId, then numbers its batches (idempotence.py):
+up to five per partition in flight, retried in sequence order, deduplicated by the broker.
 """
 from __future__ import annotations
 
@@ -26,9 +28,11 @@ from kafkalike.client.errors import (
     UnsupportedFeatureError,
     error_for_code,
 )
+from kafkalike.client.idempotence import IdempotenceManager
 from kafkalike.client.metadata import Metadata, TopicPartition
 from kafkalike.client.network import NetworkClient
 from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.init_producer_id import InitProducerIdRequest
 from kafkalike.protocol.messages.metadata import MetadataRequest
 from kafkalike.protocol.messages.produce import ProduceRequest
 
@@ -43,7 +47,8 @@ _MAX_POLL = 0.5  # seconds; bounds how late close() or a new topic is noticed if
 class Sender(threading.Thread):
     def __init__(self, client: NetworkClient, metadata: Metadata, accumulator: RecordAccumulator, *,
                  acks: int, retries: int, request_timeout_ms: int, max_request_size: int,
-                 guarantee_order: bool, log_prefix: str = "", name: str = "kafka-producer-network-thread") -> None:
+                 guarantee_order: bool, log_prefix: str = "", name: str = "kafka-producer-network-thread",
+                 idempotence: IdempotenceManager | None = None) -> None:
         super().__init__(name=name, daemon=True)
         self.client = client
         self.metadata = metadata
@@ -58,6 +63,10 @@ class Sender(threading.Thread):
         self._force_close = False
         self._in_flight: dict[TopicPartition, list[ProducerBatch]] = {}
         self._metadata_in_flight = False
+        self.idempotence = idempotence
+        accumulator.idempotence = idempotence
+        self._init_pid_in_flight = False
+        self._init_pid_retry_at = 0.0
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -98,6 +107,8 @@ class Sender(threading.Thread):
     def run_once(self) -> None:
         now = time.monotonic()
         metadata_wait = self._maybe_update_metadata(now)
+        if self.idempotence is not None and self.idempotence.needs_producer_id():
+            metadata_wait = min(metadata_wait, self._maybe_init_producer_id(now))
         poll_timeout = min(self._send_produce_data(now), metadata_wait, _MAX_POLL)
         self.client.poll(poll_timeout)
 
@@ -139,6 +150,33 @@ class Sender(threading.Thread):
             if any(c in (ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                    for c in errors.values()):
                 self.metadata.request_update()  # auto-creation under way: ask again after the backoff
+
+    def _maybe_init_producer_id(self, now: float) -> float:
+        """Ask the least loaded broker for a producer id (any broker hands them out)."""
+        if self._init_pid_in_flight:
+            return self.client.request_timeout
+        if now < self._init_pid_retry_at:
+            return self._init_pid_retry_at - now
+        node = self.client.least_loaded_node(now)
+        if node is None or not self.client.ready(node, now):
+            return self.client.reconnect_backoff
+        self._init_pid_in_flight = True
+        request = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000)
+        self.client.send(node, request, self._handle_init_producer_id, now,
+                         version=self.client.version_for(node, InitProducerIdRequest.API_KEY))
+        return self.client.request_timeout
+
+    def _handle_init_producer_id(self, response, error: Exception | None) -> None:
+        self._init_pid_in_flight = False
+        code = response.error_code if error is None and response is not None else ErrorCode.NETWORK_EXCEPTION
+        if code == ErrorCode.NONE:
+            log.info("%sProducerId set to %d with epoch %d", self.log_prefix, response.producer_id,
+                     response.producer_epoch)
+            self.idempotence.set_producer_id(response.producer_id, response.producer_epoch)
+            return
+        log.warning("%sInitProducerId failed (%s); retrying", self.log_prefix,
+                    error or ErrorCode(code).name)
+        self._init_pid_retry_at = time.monotonic() + self.accumulator.retry_backoff
 
     def _send_produce_data(self, now: float) -> float:
         cluster = self.metadata.cluster
@@ -239,14 +277,24 @@ class Sender(threading.Thread):
         if batch.finished:  # expired while in flight: its records already failed
             self._forget(batch)
             return
-        if code == ErrorCode.NONE:
+        if code == ErrorCode.NONE or (code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER and batch.base_sequence >= 0):
             self._finish(batch, base_offset, log_append_time, None)
+            return
+        idempotence = self.idempotence
+        if (code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and idempotence is not None
+                and batch.base_sequence >= 0 and not idempotence.is_first_unacked(batch)
+                and now - batch.created < self.accumulator.delivery_timeout):
+            # A batch ahead of this one failed and is being retried: this one follows it.
+            self._forget(batch)
+            self.accumulator.reenqueue(batch, now)
             return
         if code == ErrorCode.MESSAGE_TOO_LARGE and batch.count > 1:
             log.warning("%sGot error produce response in correlation id %d on topic-partition %s, splitting and "
                         "retrying (%d attempts left). Error: %s", self.log_prefix, correlation_id, batch.tp,
                         self.retries - batch.attempts, ErrorCode(code).name)
             self._forget(batch)
+            if idempotence is not None:
+                idempotence.completed(batch, succeeded=False)   # pieces get new numbers
             self.accumulator.split_and_reenqueue(batch, now)
             self.accumulator.deallocate(batch)
             return
@@ -279,6 +327,8 @@ class Sender(threading.Thread):
 
     def _finish(self, batch: ProducerBatch, base_offset: int, log_append_time: int, error: Exception | None) -> None:
         self._forget(batch)
+        if self.idempotence is not None:
+            self.idempotence.completed(batch, succeeded=error is None)
         batch.done(base_offset, log_append_time, error)
         self.accumulator.deallocate(batch)
 

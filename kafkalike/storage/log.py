@@ -30,10 +30,12 @@ from kafkalike.storage import layout
 from kafkalike.storage.checkpoints import LeaderEpochCheckpointFile
 from kafkalike.storage.config import LONG_MAX, LogConfig
 from kafkalike.storage.errors import (
-    OffsetOutOfRangeError, RecordBatchTooLargeError, UnexpectedAppendOffsetError,
+    CorruptCheckpointError, OffsetOutOfRangeError, RecordBatchTooLargeError, UnexpectedAppendOffsetError,
 )
 from kafkalike.storage.layout import TopicPartition
 from kafkalike.storage.leader_epoch import LeaderEpochFileCache
+from kafkalike.storage import producer_snapshot
+from kafkalike.storage.producer_state import BatchMetadata, ProducerStateManager, scan_segment
 from kafkalike.storage.recovery import RecoveryStats, SegmentLoader
 from kafkalike.storage.retention import (
     REASON_LOG_START_OFFSET, REASON_RETENTION_MS, REASON_RETENTION_SIZE, Predicate,
@@ -86,6 +88,17 @@ def _change_suffix(segment: LogSegment, old: str, new: str) -> None:
     segment.time_index.rename(renamed(segment.time_index.path))
 
 
+def _duplicate_append(info: LogAppendInfo, duplicate: BatchMetadata) -> LogAppendInfo:
+    """What a retried batch that already landed is answered with: its original offsets, nothing written.
+
+    Kafka 2.8 answers such a duplicate with NONE and the original base offset (and the
+    batch's timestamp as log append time), so the producer's retry simply succeeds.
+    """
+    return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
+                         duplicate.last_offset, duplicate.timestamp, info.log_start_offset,
+                         0, info.batch_count, info.records_count)
+
+
 class Log:
     """One partition directory; see the module docstring for threading and deletion."""
 
@@ -136,6 +149,44 @@ class Log:
             cache.flush()
         cache.truncate_from_end(self._leo)
         cache.truncate_from_start(self.log_start_offset)
+        self.producer_state = ProducerStateManager()
+        self._load_producer_state()
+
+    def _load_producer_state(self) -> None:
+        """Idempotent producers' state: the latest usable snapshot, then the batches after it.
+
+        Without a snapshot every segment's headers are replayed. Snapshots beyond the
+        log end (recovery cut the log short) and unreadable ones are deleted.
+        """
+        state = self.producer_state
+        producer_snapshot.delete_snapshots(self.dir, above=self._leo)
+        start = None
+        for offset, path in reversed(producer_snapshot.list_snapshots(self.dir)):
+            try:
+                with open(path, "rb") as f:
+                    state.producers = producer_snapshot.decode(f.read())
+                start = offset
+                break
+            except (CorruptCheckpointError, OSError) as error:
+                log.warning("[%s] Deleting unusable producer snapshot %s: %s", self.topic_partition, path, error)
+                os.unlink(path)
+        if start is None:
+            state.rebuild(self._segments)
+            return
+        segments = self._segments
+        for i, segment in enumerate(segments):
+            if i + 1 < len(segments) and segments[i + 1].base_offset <= start:
+                continue
+            state.update(b for b in scan_segment(segment.fd, segment.size) if b.last_offset >= start)
+
+    def _snapshot_producers(self, offset: int, fsync: bool = False) -> None:
+        """Kafka snapshots on every roll and at close; we skip partitions without producers."""
+        if not len(self.producer_state):
+            return
+        try:
+            producer_snapshot.write_snapshot(self.dir, offset, self.producer_state, fsync=fsync)
+        except OSError as error:  # a deleted or failed dir: the log replays from segments instead
+            log.warning("[%s] Could not write producer snapshot at %d: %s", self.topic_partition, offset, error)
 
     # ---------------------------------------------------------------- state
     @property
@@ -198,6 +249,14 @@ class Log:
                     f"{info.first_offset} is less than the next offset {self._leo}. Last offset in "
                     f"append: {info.last_offset}. Log start offset = {self.log_start_offset}",
                     info.first_offset, info.last_offset)
+            pending = None
+            if info.producer_batches:
+                producers = self.producer_state
+                if origin is AppendOrigin.CLIENT:
+                    duplicate = producers.find_duplicate(info.producer_batches)
+                    if duplicate is not None:
+                        return _duplicate_append(info, duplicate)
+                pending = producers.prepare(info.producer_batches, validate=origin is AppendOrigin.CLIENT)
             valid = info.valid_bytes
             config = self.config
             if valid > config.segment_bytes:
@@ -213,6 +272,8 @@ class Log:
             segment.append(info.last_offset, info.max_timestamp, info.offset_of_max_timestamp,
                            pieces, valid)
             self._leo = info.last_offset + 1
+            if pending:
+                self.producer_state.apply(pending)
             for epoch, start in info.epoch_starts:
                 if epoch != cache.latest_epoch:
                     cache.assign(epoch, start)
@@ -257,6 +318,7 @@ class Log:
         segment = LogSegment(self.dir, new_offset, self.config, now_ms=now_ms,
                              roll_jitter_ms=self.config.random_segment_jitter(self._rng))
         self._add_segment(segment)
+        self._snapshot_producers(new_offset)
         log.info("[%s] Rolled new log segment at offset %d", self.topic_partition, new_offset)
         return segment
 
@@ -432,6 +494,9 @@ class Log:
             self.log_start_offset = min(self.log_start_offset, target_offset)
             self.high_watermark = min(self.high_watermark, self._leo)
             self.leader_epoch_cache.truncate_from_end(self._leo)
+            producer_snapshot.delete_snapshots(self.dir, above=self._leo)
+            if any(e.last_offset >= self._leo for e in self.producer_state.producers.values()):
+                self.producer_state.rebuild(self._segments)
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -454,6 +519,8 @@ class Log:
                                      roll_jitter_ms=self.config.random_segment_jitter(self._rng)))
         self._leo = new_offset
         self.leader_epoch_cache.clear_and_flush()
+        self.producer_state.clear()
+        producer_snapshot.delete_snapshots(self.dir, above=-1)
         self.log_start_offset = new_offset
         self.recovery_point = new_offset
         self.high_watermark = new_offset
@@ -487,6 +554,7 @@ class Log:
                  ",".join(str(s.base_offset) for s in doomed))
         self._delete_segments(doomed)
         first = self._segments[0].base_offset
+        producer_snapshot.delete_snapshots(self.dir, below=first)
         if first > self.log_start_offset:
             self.log_start_offset = first
             self.recovery_point = max(self.recovery_point, first)
@@ -623,6 +691,7 @@ class Log:
         with self._lock:
             if self.closed:
                 return
+            self._snapshot_producers(self._leo, fsync=True)
             for segment in self._segments:
                 segment.close()
             self.closed = True

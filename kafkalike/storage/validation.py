@@ -21,6 +21,7 @@ from kafkalike.records.header import (
     TIMESTAMP_TYPE_MASK,
 )
 from kafkalike.storage.config import LONG_MAX, LogConfig
+from kafkalike.storage.producer_state import ProducerBatch, last_sequence
 from kafkalike.storage.errors import (
     CorruptRecordError, InvalidRecordError, InvalidTimestampError, OffsetsOutOfOrderError,
     RecordTooLargeError,
@@ -63,6 +64,8 @@ class LogAppendInfo:
     last_leader_epoch: int | None = None
     # (epoch, base offset) for each batch that starts a different epoch than the one before.
     epoch_starts: list[tuple[int, int]] = field(default_factory=list)
+    # ProducerBatch for each batch from an idempotent producer (producer id >= 0).
+    producer_batches: list = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +144,7 @@ def validate_append(buf: bytes | bytearray | memoryview, rules: AppendRules, nex
     prev_epoch = -1 if latest_epoch is None else latest_epoch
     epoch_starts: list[tuple[int, int]] = []
     pieces: list = []
+    producer_batches: list = []
     records = batches = 0
     unpack = HEADER_STRUCT.unpack_from
     while n - pos >= LOG_OVERHEAD:
@@ -151,7 +155,7 @@ def validate_append(buf: bytes | bytearray | memoryview, rules: AppendRules, nex
                     f"record batch at position {pos} has length {length}, smaller than the v2 header")
             break  # a torn trailing batch is dropped, not an error
         (base, length, epoch, magic, crc, attributes, delta, first_ts, batch_max_ts, producer_id,
-         _producer_epoch, base_sequence, count) = unpack(view, pos)
+         producer_epoch, base_sequence, count) = unpack(view, pos)
         size = length + LOG_OVERHEAD
         if length < _MIN_BATCH_LENGTH:
             raise CorruptRecordError(
@@ -195,6 +199,10 @@ def validate_append(buf: bytes | bytearray | memoryview, rules: AppendRules, nex
                 pieces.append(_PATCH.pack(base, length, epoch, 2))
                 pieces.append(view[pos + CRC:pos + size])
         last = base + delta
+        if producer_id >= 0:
+            producer_batches.append(ProducerBatch(producer_id, producer_epoch, base_sequence,
+                                                  last_sequence(base_sequence, delta), base, last,
+                                                  batch_max_ts, bool(attributes & CONTROL_MASK)))
         if batches == 0:
             first = base
         if batch_max_ts > max_ts:
@@ -212,5 +220,5 @@ def validate_append(buf: bytes | bytearray | memoryview, rules: AppendRules, nex
     else:
         append_time = -1
     info = LogAppendInfo(first, last, max_ts, offset_of_max, append_time, 0, pos, batches, records,
-                         epoch if batches and epoch >= 0 else None, epoch_starts)
+                         epoch if batches and epoch >= 0 else None, epoch_starts, producer_batches)
     return info, pieces

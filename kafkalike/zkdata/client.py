@@ -80,6 +80,8 @@ from .znodes import (
     ControllerZNode,
     DeleteTopicsZNode,
     IsrChangeNotificationZNode,
+    ProducerIdBlock,
+    ProducerIdBlockZNode,
     now_ms,
 )
 
@@ -188,6 +190,33 @@ class KafkaZkClient:
             return candidate
         except NodeExistsError:
             return ClusterIdZNode.decode((await self._get(ClusterIdZNode.PATH))[0])
+
+    # -- producer ids ----------------------------------------------------------------
+
+    @returns_deferred
+    async def get_producer_id_block(self) -> tuple[ProducerIdBlock | None, int]:
+        """The latest claimed block and the znode's data version (-1: no znode at all)."""
+        found = await self._get_or_none(ProducerIdBlockZNode.PATH)
+        if found is None:
+            return None, MATCH_ANY_VERSION
+        return ProducerIdBlockZNode.decode(found[0]), found[1].version
+
+    @returns_deferred
+    async def conditional_set_producer_id_block(self, block: ProducerIdBlock, expected_version: int) -> bool:
+        """Claim `block` if nobody wrote since we read version `expected_version`.
+
+        False means another broker won the race (BADVERSION, or the znode appeared):
+        the caller re-reads and tries the next block, as Kafka's ProducerIdManager does.
+        """
+        data = ProducerIdBlockZNode.encode(block)
+        try:
+            if expected_version < 0:
+                await self._create_recursive(ProducerIdBlockZNode.PATH, data)
+            else:
+                await self._req(lambda: self._kazoo.set_async(ProducerIdBlockZNode.PATH, data, expected_version))
+        except (BadVersionError, NodeExistsError, NoNodeError):
+            return False
+        return True
 
     # -- brokers ---------------------------------------------------------------------
 

@@ -180,9 +180,17 @@ def test_missing_bootstrap_servers_and_impossible_timeouts_are_config_errors():
                        "request.timeout.ms": 800})
 
 
-def test_idempotence_and_transactions_say_they_are_not_supported_yet():
-    with pytest.raises(UnsupportedFeatureError, match="enable.idempotence=true is not supported yet"):
-        KafkaProducer({"bootstrap.servers": "127.0.0.1:9", "enable.idempotence": "true"})
+def test_idempotence_needs_acks_all_retries_and_at_most_five_in_flight():
+    with pytest.raises(ConfigError, match="Must set acks to all in order to use the idempotent producer"):
+        KafkaProducer({"bootstrap.servers": "127.0.0.1:9", "enable.idempotence": "true", "acks": "1"})
+    with pytest.raises(ConfigError, match="Must set retries to non-zero"):
+        KafkaProducer({"bootstrap.servers": "127.0.0.1:9", "enable.idempotence": "true", "retries": 0})
+    with pytest.raises(ConfigError, match="max.in.flight.requests.per.connection to at most 5"):
+        KafkaProducer({"bootstrap.servers": "127.0.0.1:9", "enable.idempotence": "true",
+                       "max.in.flight.requests.per.connection": 6})
+
+
+def test_transactions_say_they_are_not_supported_yet():
     with pytest.raises(UnsupportedFeatureError, match="transactional.id is not supported yet"):
         KafkaProducer({"bootstrap.servers": "127.0.0.1:9", "transactional.id": "tx"})
 

@@ -274,15 +274,15 @@ def test_tombstones_go_once_their_segment_is_past_the_delete_horizon(shm_path):
 def test_a_partly_kept_batch_keeps_its_offsets_codec_and_producer_fields(shm_path):
     log = open_log(shm_path)
     append(log, [(b"a", b"1"), (b"b", b"1"), (b"c", b"1")], compression=GZIP, producer_id=9,
-           producer_epoch=2, base_sequence=40)
-    append(log, [(b"a", b"2")], producer_id=9, producer_epoch=2, base_sequence=43)
+           producer_epoch=2, base_sequence=0)
+    append(log, [(b"a", b"2")], producer_id=9, producer_epoch=2, base_sequence=3)
     append(log, [(b"c", b"2")])
     settle(log)
     LogCleaner([log], clock=lambda: NOW).clean_once()
     first = headers(log)[0]
     assert (first.base_offset, first.last_offset, first.records_count) == (0, 2, 1)
     assert (first.compression, first.producer_id, first.producer_epoch,
-            first.base_sequence) == (GZIP, 9, 2, 40)
+            first.base_sequence) == (GZIP, 9, 2, 0)
     assert read_all(log) == [Rec(1, b"b", b"1"), Rec(3, b"a", b"2"), Rec(4, b"c", b"2")]
 
 
