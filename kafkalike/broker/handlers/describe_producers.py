@@ -4,8 +4,8 @@ Kafka 2.8 answers from the producer state of the local log, whether this broker 
 the partition or follows it (the admin client asks the leader unless told otherwise):
 an unknown topic is UNKNOWN_TOPIC_OR_PARTITION, a partition of a known topic that this
 broker does not host NOT_LEADER_OR_FOLLOWER (UNKNOWN_TOPIC_OR_PARTITION if the topic
-has no such partition). This broker keeps no producer state yet (no InitProducerId, so
-no producer ids), so a hosted partition truthfully has no active producers.
+has no such partition). The log now keeps producer state (storage/producer_state.py),
+but this handler does not report it yet: a hosted partition answers an empty list.
 """
 from __future__ import annotations
 
