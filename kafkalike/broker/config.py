@@ -22,7 +22,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from kafkalike.broker import properties
+from kafkalike import properties
 
 SHORT_MIN, SHORT_MAX = -(2**15), 2**15 - 1
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1

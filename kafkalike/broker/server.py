@@ -14,7 +14,6 @@ import time
 from twisted.internet import defer, task, threads
 from twisted.internet.endpoints import TCP4ServerEndpoint
 
-from kafkalike.broker import topic_configs
 from kafkalike.broker.admin_manager import AdminManager
 from kafkalike.broker.alter_isr import AlterIsrManager
 from kafkalike.broker.config import KafkaConfig
@@ -62,6 +61,7 @@ class KafkaServer:
         self.internal_topics = INTERNAL_TOPICS
         self.default_log_config = default_log_config(config)
         self.topic_overrides: dict[str, dict[str, str]] = {}
+        self._topic_config_cache: dict[str, LogConfig] = {}
         self.connections: set = set()
         self.zk: KafkaZkClient | None = None
         self.log_manager: LogManager | None = None
@@ -83,22 +83,22 @@ class KafkaServer:
         return int(time.time() * 1000)
 
     def topic_config(self, topic: str) -> LogConfig:
-        props = self.topic_overrides.get(topic)
-        if not props:
-            return self.default_log_config
-        return LogConfig.from_props(props, self.default_log_config, strict=False)
+        """The topic's effective config; parsed once per change of its overrides, since
+        the produce path asks for it on every request."""
+        config = self._topic_config_cache.get(topic)
+        if config is None:
+            props = self.topic_overrides.get(topic)
+            config = (LogConfig.from_props(props, self.default_log_config, strict=False)
+                      if props else self.default_log_config)
+            self._topic_config_cache[topic] = config
+        return config
 
-    def describe_topic_configs(self, topic: str):
-        return topic_configs.describe(self.config, self.topic_overrides.get(topic, {}), self.topic_config(topic))
-
-    def describe_topic_config_entries(self, topic: str, overrides: dict[str, str | None]):
-        """CreateTopics v5+ echoes the new topic's configs."""
-        from kafkalike.protocol.messages.create_topics import CreateTopicsResponse
-        clean = {k: v for k, v in overrides.items() if v is not None}
-        effective = LogConfig.from_props(clean, self.default_log_config, strict=False)
-        return [CreateTopicsResponse.CreatableTopicConfigs(
-            name=e.name, value=e.value, read_only=False, config_source=int(e.source), is_sensitive=False)
-            for e in topic_configs.describe(self.config, clean, effective)]
+    def set_topic_overrides(self, topic: str, props: dict[str, str] | None) -> None:
+        if props is None:
+            self.topic_overrides.pop(topic, None)
+        else:
+            self.topic_overrides[topic] = props
+        self._topic_config_cache.pop(topic, None)
 
     # -- startup ------------------------------------------------------------------------
 
@@ -117,7 +117,6 @@ class KafkaServer:
         log.info("Cluster ID = %s", self.cluster_id)
         self.broker_id = await self._resolve_broker_id()
         self.metadata_cache = MetadataCache(self.broker_id)
-        self.topic_overrides = {}
         reactor = self.reactor
         # Recovery runs in a thread; afterwards fsyncs and delayed file deletions go to
         # threads too, so the reactor never waits on the disk.
@@ -258,7 +257,7 @@ class KafkaServer:
         def apply(found: dict) -> None:
             for topic, props in found.items():
                 if props != self.topic_overrides.get(topic, {}):
-                    self.topic_overrides[topic] = props
+                    self.set_topic_overrides(topic, props)
                     self.log_manager.update_topic_config(topic, self.topic_config(topic))
                     log.info("Processing override for entityPath: topics/%s with config: %s", topic, props)
         d.addCallback(apply)
@@ -273,7 +272,8 @@ class KafkaServer:
         rm = self.replica_manager
         new_topics = sorted({t for t, _, _ in groups if t not in self.topic_overrides})
         if new_topics:
-            self.topic_overrides.update(await self.zk.get_topic_configs(new_topics))
+            for topic, props in (await self.zk.get_topic_configs(new_topics)).items():
+                self.set_topic_overrides(topic, props)
         outcome: dict = {}
         now = self.time_ms()
         leaders = {b.broker_id: (b.host_name, b.port) for b in request.live_leaders}
@@ -336,7 +336,7 @@ class KafkaServer:
                 if topic == OFFSETS_TOPIC:
                     self.group_coordinator.on_resigned(partition)
                 if delete and not any(t == topic for t, _ in self.replica_manager.partitions):
-                    self.topic_overrides.pop(topic, None)
+                    self.set_topic_overrides(topic, None)
             except Exception:
                 log.exception("Error stopping replica %s-%d", topic, partition)
                 errors[(topic, partition)] = ErrorCode.KAFKA_STORAGE_ERROR

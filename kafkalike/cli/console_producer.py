@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import BinaryIO, Sequence, TextIO
 
-from kafkalike.broker.properties import load as load_properties
+from kafkalike.properties import load as load_properties
 from kafkalike.client.errors import KafkaError, java_view
 from kafkalike.client.producer import KafkaProducer, ProducerRecord
 

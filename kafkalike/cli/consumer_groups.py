@@ -22,7 +22,7 @@ import time
 import traceback
 from typing import Callable, Mapping, Sequence, TextIO, TypeVar
 
-from kafkalike.broker.properties import load as load_properties
+from kafkalike.properties import load as load_properties
 from kafkalike.cli.consumer_groups_format import (
     MISSING,
     MemberRow,

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence, TextIO
 
+from kafkalike.cli import topics_options
 from kafkalike.cli.topics_options import JavaError, UsageError
 
 JOPT = "joptsimple."
@@ -140,27 +141,8 @@ def _option_like(token: str) -> bool:
     return True
 
 
-@dataclass
-class ParsedArgs:
-    """jopt's OptionSet: which options were given and their raw values."""
-
-    argv: list[str]
-    values: dict[str, list[str]] = field(default_factory=dict)
-
-    def has(self, name: str) -> bool:
-        return name in self.values
-
-    def all(self, name: str) -> list[str]:
-        return list(self.values.get(name, []))
-
-    def value(self, name: str) -> str | None:
-        found = self.values.get(name)
-        if not found:
-            return None
-        if len(found) > 1:
-            raise JavaError(JOPT + "MultipleArgumentsForOptionException",
-                            f"Found multiple arguments for option {name}, but you asked for only one")
-        return found[0]
+class ParsedArgs(topics_options.ParsedArgs):
+    """jopt's OptionSet (shared with kafka-topics), plus Long options with defaults."""
 
     def long_value(self, name: str) -> int | None:
         """valueOf for a Long option: its default when absent, jopt's error when malformed."""

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
-from typing import Sequence, TextIO
+from typing import Callable, Sequence, TextIO
 
-from kafkalike.broker.properties import load as load_properties
+from kafkalike.properties import load as load_properties
 from kafkalike.client.admin import AdminClient, KafkaAdminError
 from kafkalike.protocol.errors import ErrorCode
 
@@ -221,11 +221,28 @@ def elect(admin: AdminClient, election_type: str, partitions: list[tuple[str, in
         raise JavaError(ADMIN_COMMAND_FAILED, f"{len(failed)} replica(s) could not be elected")
 
 
+def run_like_java_main(body: Callable[[], int], out: TextIO, err: TextIO) -> int:
+    """Run a tool's body; what Java would let escape main is printed as the JVM prints it."""
+    try:
+        return body()
+    except JavaError as error:
+        out.flush()
+        err.write(f'Exception in thread "main" {error.render()}\n')
+        return 1
+    except OSError as error:
+        out.flush()
+        err.write(f'Exception in thread "main" java.nio.file.NoSuchFileException: {error.filename}\n')
+        return 1
+    finally:
+        out.flush()
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     args = sys.argv[1:] if argv is None else list(argv)
-    try:
+
+    def body() -> int:
         opts = parse_options(args, {"bootstrap-server", "admin.config", "path-to-json-file", "topic",
                                     "partition", "election-type"},
                              {"all-topic-partitions", "help", "version"})
@@ -246,16 +263,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         finally:
             admin.close()
         return 0
-    except JavaError as error:
-        out.flush()
-        err.write(f'Exception in thread "main" {error.render()}\n')
-        return 1
-    except OSError as error:
-        out.flush()
-        err.write(f'Exception in thread "main" java.nio.file.NoSuchFileException: {error.filename}\n')
-        return 1
-    finally:
-        out.flush()
+    return run_like_java_main(body, out, err)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from kafkalike.cli.leader_election import (
     java_view,
     parse_options,
     parse_partitions_json,
+    run_like_java_main,
 )
 from kafkalike.client.admin import AdminClient, KafkaAdminError
 from kafkalike.protocol.errors import ErrorCode
@@ -142,7 +143,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     out = out or sys.stdout
     err = err or sys.stderr
     args = sys.argv[1:] if argv is None else list(argv)
-    try:
+
+    def body() -> int:
         out.write(DEPRECATION)
         opts = parse_options(args, {"bootstrap-server", "zookeeper", "admin.config", "path-to-json-file"},
                              {"help", "version"})
@@ -171,16 +173,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             finally:
                 admin.close()
         return 0
-    except JavaError as error:
-        out.flush()
-        err.write(f'Exception in thread "main" {error.render()}\n')
-        return 1
-    except OSError as error:
-        out.flush()
-        err.write(f'Exception in thread "main" java.nio.file.NoSuchFileException: {error.filename}\n')
-        return 1
-    finally:
-        out.flush()
+    return run_like_java_main(body, out, err)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import time
 import traceback
 from typing import Mapping, Sequence, TextIO
 
-from kafkalike.broker.properties import load as load_properties
+from kafkalike.properties import load as load_properties
 from kafkalike.cli.topics_describe import (
     DescribeFilter,
     PartitionView,

@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Sequence, TextIO
 
-from kafkalike.broker.properties import load as load_properties
+from kafkalike.properties import load as load_properties
 from kafkalike.client.consumer import ConsumerRecord, KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafkalike.client.errors import WakeupError
 

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Sequence, TextIO
 
-from kafkalike.broker.properties import load as load_properties
+from kafkalike.properties import load as load_properties
 from kafkalike.client.producer import KafkaProducer
 
 STRING_SERIALIZER = "org.apache.kafka.common.serialization.StringSerializer"

@@ -15,8 +15,8 @@ import struct
 import uuid
 from typing import Any, Callable, Mapping
 
-from kafkalike.client.errors import ConfigError, SerializationError
-from kafkalike.client.serializers import load_object
+from kafkalike.client.errors import SerializationError
+from kafkalike.client.serializers import resolve_plugin
 
 DeserializeFn = Callable[[str, "bytes | None"], Any]
 
@@ -104,35 +104,7 @@ def is_passthrough(fn: DeserializeFn) -> bool:
 
 def resolve_deserializer(spec: Any, configs: Mapping[str, Any], is_key: bool) -> DeserializeFn:
     """Turn a key.deserializer / value.deserializer setting into `(topic, data) -> value`."""
-    name = "key.deserializer" if is_key else "value.deserializer"
-    if isinstance(spec, str):
-        # Java's StringDeserializer reads key.deserializer.encoding, then deserializer.encoding.
-        encoding = configs.get(f"{name}.encoding") or configs.get("deserializer.encoding") or "utf-8"
-        builtins = _builtins(encoding)
-        found = builtins.get(spec) or builtins.get(spec.lower())
-        if found is not None:
-            return found
-        try:
-            spec = load_object(spec)
-        except (ImportError, AttributeError) as error:
-            raise ConfigError(f"Invalid value {spec} for configuration {name}: Class {spec} could not be "
-                              f"found ({error}); built-in names are {', '.join(BUILTIN_NAMES[:12])}") from None
-    if isinstance(spec, type):
-        try:
-            spec = spec()
-        except Exception as error:
-            raise ConfigError(f"Invalid value {spec.__name__} for configuration {name}: "
-                              f"could not instantiate it: {error}") from None
-        configure = getattr(spec, "configure", None)
-        if callable(configure):
-            configure(dict(configs), is_key)
-    method = getattr(spec, "deserialize", None)
-    if callable(method):
-        return method
-    if callable(spec):
-        return lambda topic, data: spec(data)
-    raise ConfigError(f"Invalid value {spec!r} for configuration {name}: "
-                      "expected a deserializer name, a callable or an object with deserialize(topic, data)")
+    return resolve_plugin("deserializer", spec, configs, is_key, _builtins, BUILTIN_NAMES)
 
 
 __all__ = ["BUILTIN_NAMES", "DeserializeFn", "is_passthrough", "resolve_deserializer"]

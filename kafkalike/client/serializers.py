@@ -126,21 +126,25 @@ def load_object(path: str) -> Any:
     return obj
 
 
-def resolve_serializer(spec: Any, configs: Mapping[str, Any], is_key: bool) -> SerializeFn:
-    """Turn a key.serializer / value.serializer setting into `(topic, data) -> bytes | None`."""
-    name = "key.serializer" if is_key else "value.serializer"
+def resolve_plugin(kind: str, spec: Any, configs: Mapping[str, Any], is_key: bool,
+                   builtins: Callable[[str], dict], builtin_names: tuple) -> Callable:
+    """Turn a key/value (de)serializer setting (`kind` is "serializer" or "deserializer")
+    into `(topic, data) -> value`: a built-in name, a dotted path or Java class name, a
+    class (instantiated and configured), an object with serialize/deserialize, or a callable."""
+    name = f"{'key' if is_key else 'value'}.{kind}"
+    method_name = kind[:-1]  # serialize / deserialize
     if isinstance(spec, str):
-        # Java's StringSerializer reads key.serializer.encoding, then serializer.encoding.
-        encoding = configs.get(f"{name}.encoding") or configs.get("serializer.encoding") or "utf-8"
-        builtins = _builtins(encoding)
-        found = builtins.get(spec) or builtins.get(spec.lower())
+        # Java's String(De)serializer reads key.<kind>.encoding, then <kind>.encoding.
+        encoding = configs.get(f"{name}.encoding") or configs.get(f"{kind}.encoding") or "utf-8"
+        table = builtins(encoding)
+        found = table.get(spec) or table.get(spec.lower())
         if found is not None:
             return found
         try:
             spec = load_object(spec)
         except (ImportError, AttributeError) as error:
             raise ConfigError(f"Invalid value {spec} for configuration {name}: Class {spec} could not be "
-                              f"found ({error}); built-in names are {', '.join(BUILTIN_NAMES[:12])}") from None
+                              f"found ({error}); built-in names are {', '.join(builtin_names[:12])}") from None
     if isinstance(spec, type):
         try:
             spec = spec()
@@ -150,13 +154,19 @@ def resolve_serializer(spec: Any, configs: Mapping[str, Any], is_key: bool) -> S
         configure = getattr(spec, "configure", None)
         if callable(configure):
             configure(dict(configs), is_key)
-    method = getattr(spec, "serialize", None)
+    method = getattr(spec, method_name, None)
     if callable(method):
         return method
     if callable(spec):
         return lambda topic, data: spec(data)
     raise ConfigError(f"Invalid value {spec!r} for configuration {name}: "
-                      "expected a serializer name, a callable or an object with serialize(topic, data)")
+                      f"expected a {kind} name, a callable or an object with {method_name}(topic, data)")
 
 
-__all__ = ["BUILTIN_NAMES", "SerializeFn", "is_passthrough", "load_object", "resolve_serializer"]
+def resolve_serializer(spec: Any, configs: Mapping[str, Any], is_key: bool) -> SerializeFn:
+    """Turn a key.serializer / value.serializer setting into `(topic, data) -> bytes | None`."""
+    return resolve_plugin("serializer", spec, configs, is_key, _builtins, BUILTIN_NAMES)
+
+
+__all__ = ["BUILTIN_NAMES", "SerializeFn", "is_passthrough", "load_object", "resolve_plugin",
+           "resolve_serializer"]

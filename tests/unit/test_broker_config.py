@@ -15,12 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.logger import LogBeginner, LogPublisher, Logger
 
-from kafkalike.broker import logs, properties
+from kafkalike import properties
+from kafkalike.broker import logs
 from kafkalike.broker.config import (
     BROKER_CONFIG, ConfigError, ConfigSource, ConfigType, EndPoint, KafkaConfig, Password,
     java_double, java_string, parse_overrides, resolve_api_version,
 )
-from kafkalike.broker.properties import PropertiesError, loads
+from kafkalike.properties import PropertiesError, loads
 from tests.reference import reference_dir
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
+from kafkalike.broker import topic_configs
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from kafkalike.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kafkalike.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from kafkalike.storage.config import LogConfig
 
 
 def _duplicates(names: list[str]) -> set[str]:
@@ -54,8 +56,17 @@ async def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
             if r.topic_id is not None:
                 res.topic_id = r.topic_id
             if ctx.version >= 5:
-                res.configs = server.describe_topic_config_entries(t.name, {c.name: c.value for c in t.configs})
+                res.configs = _config_entries(server, {c.name: c.value for c in t.configs})
     return CreateTopicsResponse(topics=results)
+
+
+def _config_entries(server, overrides: dict[str, str | None]) -> list:
+    """CreateTopics v5+ echoes the new topic's effective configs."""
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    effective = LogConfig.from_props(clean, server.default_log_config, strict=False)
+    return [CreateTopicsResponse.CreatableTopicConfigs(
+        name=e.name, value=e.value, read_only=False, config_source=int(e.source), is_sensitive=False)
+        for e in topic_configs.describe(server.config, clean, effective)]
 
 
 @handler(20)
