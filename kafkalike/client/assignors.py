@@ -19,11 +19,17 @@ import struct
 from dataclasses import dataclass, field
 from typing import Mapping
 
+import logging
+
 from kafkalike.client.metadata import TopicPartition
+from kafkalike.protocol.errors import ProtocolDecodeError
 from kafkalike.protocol.messages.consumer_protocol import (
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
+    StickyAssignorUserData,
 )
+
+log = logging.getLogger("kafkalike.client.assignors")
 
 EAGER, COOPERATIVE = "EAGER", "COOPERATIVE"
 _VERSION = struct.Struct(">h")
@@ -74,6 +80,29 @@ def decode_assignment(blob: bytes) -> list[TopicPartition]:
     version = _VERSION.unpack_from(blob, 0)[0]
     data = ConsumerProtocolAssignment.decode(blob, min(max(version, 0), 1), pos=2)
     return [TopicPartition(t.topic, p) for t in data.assigned_partitions for p in t.partitions]
+
+
+def encode_sticky_user_data(partitions, generation: int) -> bytes:
+    """Java StickyAssignor's user data, version 1: the last assignment and its generation."""
+    return StickyAssignorUserData(
+        previous_assignment=[StickyAssignorUserData.TopicPartition(topic=t, partitions=ps)
+                             for t, ps in _grouped(partitions).items()],
+        generation=generation).encode(1)
+
+
+def decode_sticky_user_data(blob: bytes | None) -> tuple[list[TopicPartition], int | None]:
+    """(previous assignment, generation or None); version 0 blobs (no generation) are read too."""
+    if not blob:
+        return [], None
+    for version in (1, 0):
+        try:
+            data = StickyAssignorUserData.decode(blob, version)
+        except ProtocolDecodeError:
+            continue
+        generation = data.generation if version == 1 else None
+        return [TopicPartition(t.topic, p) for t in data.previous_assignment for p in t.partitions], generation
+    log.warning("Ignoring sticky assignor user data that is in neither of Java's formats")
+    return [], None
 
 
 def _member_order(subscriptions: Mapping[str, Subscription]) -> list[str]:
@@ -138,10 +167,47 @@ class RoundRobinAssignor:
 
 
 class StickyAssignor:
-    """Balanced like roundrobin, but moving as few partitions as possible between rebalances."""
+    """Balanced like roundrobin, but moving as few partitions as possible between rebalances.
+
+    Eager members own nothing when they rejoin (they revoked everything first), so, as in
+    Java, each member remembers its last assignment and generation and sends them as
+    subscription user data in StickyAssignor's format; Java, kafka-python and aiokafka
+    members do the same, so stickiness holds whoever leads a mixed group.
+    """
 
     name = "sticky"
     protocols = (EAGER,)
+
+    def __init__(self) -> None:
+        self._last: list[TopicPartition] | None = None
+        self._generation = -1
+
+    def on_assignment(self, partitions: list[TopicPartition], generation: int) -> None:
+        self._last, self._generation = list(partitions), generation
+
+    def subscription_user_data(self, topics: list[str]) -> bytes | None:
+        return None if self._last is None else encode_sticky_user_data(self._last, self._generation)
+
+    @staticmethod
+    def member_claims(subscription: Subscription) -> tuple[list[TopicPartition], int | None]:
+        """What a member says it owned, and in which generation (None: unknown)."""
+        return decode_sticky_user_data(subscription.user_data)
+
+    def _current_owners(self, subscriptions: Mapping[str, Subscription]) -> dict[TopicPartition, str]:
+        """Each partition's previous owner: the claim from the newest generation wins; two
+        claims from one generation cancel out (one of them is stale), as Java resolves them."""
+        best: dict[TopicPartition, tuple[int, str | None]] = {}
+        for member, subscription in subscriptions.items():
+            partitions, generation = self.member_claims(subscription)
+            generation = -1 if generation is None else generation
+            for tp in set(partitions):
+                if tp not in best or generation > best[tp][0]:
+                    best[tp] = (generation, member)
+                elif generation == best[tp][0]:
+                    log.error("Found multiple consumers %s and %s claiming the same TopicPartition %s in the "
+                              "same generation %d; neither keeps it", best[tp][1], member, tp, generation)
+                    best[tp] = (generation, None)
+        return {tp: member for tp, (_, member) in best.items() if member is not None}
 
     def assign(self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> Assignment:
         order = _member_order(subscriptions)
@@ -153,11 +219,10 @@ class StickyAssignor:
             for p in range(partitions_per_topic.get(topic, 0)):
                 eligible[TopicPartition(topic, p)] = members
         claimed: set[TopicPartition] = set()
-        for member in order:
-            for tp in sorted(set(subscriptions[member].owned_partitions)):
-                if tp in eligible and member in eligible[tp] and tp not in claimed:
-                    out[member].append(tp)
-                    claimed.add(tp)
+        for tp, member in sorted(self._current_owners(subscriptions).items()):
+            if tp in eligible and member in eligible[tp]:
+                out[member].append(tp)
+                claimed.add(tp)
         # Nobody keeps more than its fair share when others subscribe to the same partitions.
         total = len(eligible)
         if order:
@@ -200,6 +265,13 @@ class CooperativeStickyAssignor(StickyAssignor):
     name = "cooperative-sticky"
     protocols = (COOPERATIVE, EAGER)
 
+    def subscription_user_data(self, topics: list[str]) -> bytes | None:
+        return None  # what a member owns travels in the subscription's owned_partitions (version 1)
+
+    @staticmethod
+    def member_claims(subscription: Subscription) -> tuple[list[TopicPartition], int | None]:
+        return list(subscription.owned_partitions), None
+
     def assign(self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> Assignment:
         target = super().assign(partitions_per_topic, subscriptions)
         owner = {tp: m for m, s in subscriptions.items() for tp in s.owned_partitions}
@@ -234,5 +306,5 @@ def resolve_assignors(specs) -> list:
 
 
 __all__ = ["ASSIGNORS", "COOPERATIVE", "CooperativeStickyAssignor", "EAGER", "RangeAssignor", "RoundRobinAssignor",
-           "StickyAssignor", "Subscription", "decode_assignment", "decode_subscription", "encode_assignment",
-           "encode_subscription", "resolve_assignors"]
+           "StickyAssignor", "Subscription", "decode_assignment", "decode_sticky_user_data", "decode_subscription",
+           "encode_assignment", "encode_sticky_user_data", "encode_subscription", "resolve_assignors"]

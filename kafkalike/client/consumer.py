@@ -59,6 +59,7 @@ log = logging.getLogger("kafkalike.client.consumer")
 
 _client_ids = itertools.count(1)
 _MAX_BLOCK = 0.5  # seconds one network poll may wait before the loop looks around again
+_COORDINATOR_ID_BASE = 2**31 - 1  # Java: Integer.MAX_VALUE - coordinator id
 
 
 class RequestFuture:
@@ -117,6 +118,12 @@ class ConsumerNetworkClient:
         self.client.wakeup()
         return future
 
+    def coordinator_connection(self, node_id: int) -> int:
+        """The id under which requests reach the group coordinator `node_id` on a connection of their own."""
+        alias = _COORDINATOR_ID_BASE - node_id
+        self.client.add_alias(alias, node_id)
+        return alias
+
     def wakeup(self) -> None:
         self._wakeup_requested = True
         self.client.wakeup()
@@ -162,7 +169,7 @@ class ConsumerNetworkClient:
                     client.send(node, request, future.complete, now)
                 except (NetworkError, UnsupportedFeatureError) as error:
                     future.complete(None, error)
-            elif node not in self.metadata.cluster.nodes or client.connection_delay(node, now) > 0 \
+            elif not client.knows(node) or client.connection_delay(node, now) > 0 \
                     and client.connection_delay(node, now) != float("inf"):
                 future.complete(None, NetworkError(f"Connection to node {node} is not available"))
             elif now > deadline:

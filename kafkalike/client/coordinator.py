@@ -128,6 +128,9 @@ class ConsumerCoordinator:
         self._pending: tuple[str, Any] | None = None  # ("join" | "sync", future) while a join is under way
         self._leave_future = None
         self._join_topics: set[str] = set()
+        # As leader: the partition count of every topic the group subscribed to when we assigned.
+        self._assignment_snapshot: dict[str, int] | None = None
+        self._snapshot_topics: set[str] = set()
         self._closed = False
 
     # -- subscription ------------------------------------------------------------------------
@@ -169,6 +172,22 @@ class ConsumerCoordinator:
             self.topics = matched
             self.need_rejoin = True
 
+    def _partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
+        cluster = self.net.cluster
+        return {t: cluster.partition_count(t) for t in topics if cluster.partition_count(t)}
+
+    def _check_assignment_snapshot(self) -> None:
+        """The leader rejoins when a subscribed topic gained partitions, appeared or went (as Java's does)."""
+        snapshot = self._assignment_snapshot
+        if snapshot is None or self._joining:
+            return
+        counts = self._partition_counts(self._snapshot_topics)
+        if counts != snapshot:
+            log.info("%sRequesting to re-join the group: the partitions of subscribed topics changed from %s "
+                     "to %s since the last assignment", self.log_prefix, snapshot, counts)
+            self._assignment_snapshot = None
+            self.need_rejoin = True
+
     # -- the user's poll -----------------------------------------------------------------------
 
     def poll(self, timeout: float) -> None:
@@ -177,6 +196,7 @@ class ConsumerCoordinator:
         self._run_completions()
         if self.group_managed:
             self._update_pattern_topics()
+            self._check_assignment_snapshot()
             if self.need_rejoin or self.generation == NO_GENERATION or self.lost or self._joining:
                 self.ensure_active_group(timeout)
         if self.auto_commit and time.monotonic() >= self.next_auto_commit:
@@ -222,9 +242,9 @@ class ConsumerCoordinator:
                 if response.node_id not in self.net.cluster.nodes:
                     self.net.await_metadata(max(0.0, deadline - time.monotonic()))
                 if response.node_id in self.net.cluster.nodes:
+                    self.coordinator = self.net.coordinator_connection(response.node_id)
                     log.info("%sDiscovered group coordinator %s:%d (id: %d rack: null)", self.log_prefix,
-                             response.host, response.port, response.node_id)
-                    self.coordinator = response.node_id
+                             response.host, response.port, self.coordinator)
                     self.last_heartbeat_ok = time.monotonic()
                     return
             self.net.poll(min(self.retry_backoff, max(0.0, deadline - time.monotonic())))
@@ -301,6 +321,7 @@ class ConsumerCoordinator:
         with self.lock:
             lost, self.lost = self.lost, False
             self.stable = False
+            self._assignment_snapshot = None
         owned = set(self.subscriptions.assignment)
         if lost and owned:
             self._invoke("on_partitions_lost", owned)
@@ -317,18 +338,20 @@ class ConsumerCoordinator:
             return any(a.name == self.protocol and a.protocols[0] == COOPERATIVE for a in self.assignors)
         return all(COOPERATIVE in a.protocols for a in self.assignors)
 
-    def _subscription_blob(self) -> bytes:
-        owned = list(self.subscriptions.assignment)
-        return encode_subscription(Subscription(sorted(self.topics), None, owned))
+    def _subscription_blob(self, assignor) -> bytes:
+        """One per assignor: each may add its own user data (the sticky one its last assignment)."""
+        topics = sorted(self.topics)
+        user_data = getattr(assignor, "subscription_user_data", lambda topics: None)(topics)
+        return encode_subscription(Subscription(topics, user_data, list(self.subscriptions.assignment)))
 
     def _send_join(self):
         self._join_topics = set(self.topics)
-        blob = self._subscription_blob()
         request = JoinGroupRequest(
             group_id=self.group_id, session_timeout_ms=int(self.session_timeout * 1000),
             rebalance_timeout_ms=int(self.rebalance_timeout * 1000), member_id=self.member_id,
             group_instance_id=self.group_instance_id, protocol_type="consumer",
-            protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name=a.name, metadata=blob) for a in self.assignors])
+            protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name=a.name, metadata=self._subscription_blob(a))
+                       for a in self.assignors])
         log.info("%s(Re-)joining group", self.log_prefix)
         return self.net.send(self.coordinator, request)
 
@@ -368,8 +391,11 @@ class ConsumerCoordinator:
             raise error_for_code(code)
         return None
 
+    def _assignor(self):
+        return next(a for a in self.assignors if a.name == self.protocol)
+
     def _lead(self, response) -> list:
-        assignor = next(a for a in self.assignors if a.name == response.protocol_name)
+        assignor = self._assignor()
         members = {m.member_id: decode_subscription(m.metadata, m.group_instance_id) for m in response.members}
         topics = {t for s in members.values() for t in s.topics}
         now = time.monotonic()
@@ -381,8 +407,8 @@ class ConsumerCoordinator:
                 self.net.await_metadata(self.default_timeout)
             except KafkaTimeoutError:
                 log.warning("%sNo metadata for %s; assigning what is known", self.log_prefix, missing)
-        cluster = self.net.cluster
-        counts = {t: cluster.partition_count(t) for t in topics if cluster.partition_count(t)}
+        counts = self._partition_counts(topics)
+        self._snapshot_topics, self._assignment_snapshot = topics, counts
         plan = assignor.assign(counts, members)
         log.info("%sFinished assignment for group at generation %d: %s", self.log_prefix, response.generation_id,
                  {m: [str(tp) for tp in tps] for m, tps in plan.items()})
@@ -390,6 +416,9 @@ class ConsumerCoordinator:
                 for m, tps in plan.items()]
 
     def _join_complete(self, assigned: list[TopicPartition]) -> None:
+        on_assignment = getattr(self._assignor(), "on_assignment", None)
+        if on_assignment is not None:
+            on_assignment(list(assigned), self.generation)
         new = set(assigned)
         owned = set(self.subscriptions.assignment)
         log.info("%sAdding newly assigned partitions: %s", self.log_prefix, ", ".join(sorted(map(str, new - owned))))

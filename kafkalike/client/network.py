@@ -108,6 +108,7 @@ class NetworkClient:
         self._closed = False
         self._closing = False
         self._wakeup_pending = False
+        self._aliases: dict[int, int] = {}
 
     # -- state ---------------------------------------------------------------------------
 
@@ -178,8 +179,23 @@ class NetworkClient:
 
     # -- connecting ------------------------------------------------------------------------
 
+    def add_alias(self, alias_id: int, node_id: int) -> None:
+        """Let `alias_id` name a second connection to broker `node_id`.
+
+        The consumer talks to its group coordinator this way (Java's id 2^31-1-node), so a
+        commit or heartbeat never queues behind a fetch parked for fetch.max.wait.ms."""
+        self._aliases[alias_id] = node_id
+
+    def knows(self, node_id: int) -> bool:
+        """Whether the id names a broker in the metadata, directly or through an alias."""
+        return self._node(node_id) is not None
+
     def _node(self, node_id: int) -> Node | None:
-        return self.metadata.cluster.nodes.get(node_id)
+        real = self._aliases.get(node_id)
+        if real is None:
+            return self.metadata.cluster.nodes.get(node_id)
+        node = self.metadata.cluster.nodes.get(real)
+        return None if node is None else Node(node_id, node.host, node.port, node.rack)
 
     def _connect(self, node_id: int, now: float) -> None:
         node = self._node(node_id)

@@ -422,6 +422,11 @@ class Log:
                     return found
         return None
 
+    def active_producers(self) -> list:
+        """Copies of the producer state entries (DescribeProducers reads them off the lock)."""
+        with self._lock:
+            return [entry.copy() for entry in self.producer_state.producers.values()]
+
     # ---------------------------------------------------------------- offsets
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, clamped to [log start offset, log end offset]."""

@@ -194,8 +194,9 @@ def test_two_members_split_a_topic_and_read_each_record_once(broker):
         c1.subscribe([topic], listener=a)
         c1.poll(0)  # c1 joins alone first, then c2's join rebalances both
         c2.subscribe([topic], listener=b)
+        # Done when both hold two partitions and have read each of them to its end (offset 50).
         got = poll_until([c1, c2], lambda g: len(c1.assignment()) == 2 and len(c2.assignment()) == 2
-                         and sum(map(len, g.values())) >= 200)
+                         and all(c.position(tp) == 50 for c in (c1, c2) for tp in c.assignment()))
         assert c1.assignment() | c2.assignment() == {TopicPartition(topic, p) for p in range(4)}
         assert not c1.assignment() & c2.assignment()
         records = [r for rs in got.values() for r in rs]
@@ -378,3 +379,41 @@ def test_reading_follows_the_leader_when_it_is_killed(kafka_cluster):
         got += consume_all(consumer, 100, timeout=60)
     assert [int(r.value) for r in got] == list(range(150))
     assert [r.offset for r in got] == list(range(150))
+
+
+def test_a_commit_does_not_wait_behind_a_parked_fetch(broker):
+    """Commits go to the coordinator on a connection of their own (as Java's do), so a fetch
+    the broker holds for fetch.max.wait.ms does not delay them."""
+    topic = new_topic(broker.bootstrap, 1)
+    produce(broker.bootstrap, topic, 1, 5)
+    tp = TopicPartition(topic, 0)
+    config = group_config(broker.bootstrap, f"parked-{uuid.uuid4().hex[:8]}", enable_auto_commit=False,
+                          fetch_max_wait_ms=6000, fetch_min_bytes=1 << 20)
+    with KafkaConsumer(config) as consumer:
+        consumer.assign([tp])
+        assert len(consume_all(consumer, 5)) == 5
+        consumer.commit_sync({tp: 1})  # the coordinator is found and connected
+        consumer.poll(0.2)  # a fetch now waits on the broker for bytes that will not come
+        started = time.monotonic()
+        consumer.commit_sync({tp: 5})
+        took = time.monotonic() - started
+        assert took < 3, f"the commit took {took:.1f}s, as if queued behind the 6 s fetch"
+        assert consumer.committed([tp])[tp].offset == 5
+
+
+def test_the_leader_rejoins_when_a_subscribed_topic_gains_partitions(broker):
+    from confluent_kafka.admin import NewPartitions
+
+    topic = new_topic(broker.bootstrap, 2)
+    group = f"grow-{uuid.uuid4().hex[:8]}"
+    with KafkaConsumer(group_config(broker.bootstrap, group, metadata_max_age_ms=500)) as leader, \
+            KafkaConsumer(group_config(broker.bootstrap, group, metadata_max_age_ms=500)) as other:
+        leader.subscribe([topic])
+        leader.poll(0)  # joins first, so it leads
+        other.subscribe([topic])
+        poll_until([leader, other], lambda g: len(leader.assignment()) == 1 and len(other.assignment()) == 1)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        for future in admin.create_partitions([NewPartitions(topic, 4)], operation_timeout=30).values():
+            future.result()
+        poll_until([leader, other], lambda g: len(leader.assignment()) == 2 and len(other.assignment()) == 2)
+        assert leader.assignment() | other.assignment() == {TopicPartition(topic, p) for p in range(4)}

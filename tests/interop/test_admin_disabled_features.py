@@ -199,7 +199,18 @@ def test_update_features_refuses_a_feature_28_does_not_have(admin):
     assert "feature is not supported" in result["made.up.feature"]
 
 
-def test_describe_producers_finds_no_producer_state(admin, topic_name):
+def test_describe_producers_reports_idempotent_producers(admin, broker, topic_name):
     admin.create_topics({topic_name: {"num_partitions": 1, "replication_factor": 1}})
     tp = TopicPartition(topic_name, 0)
     assert admin.describe_producers([tp]) == {tp: PartitionProducerState(active_producers=[])}
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True, "linger.ms": 0})
+    for i in range(7):
+        producer.produce(topic_name, value=b"%d" % i, partition=0, timestamp=1_700_000_000_000 + i)
+        producer.flush(10)  # one batch per record: sequences 0..6
+    [state] = admin.describe_producers([tp])[tp].active_producers
+    assert state.producer_id >= 0 and state.producer_epoch == 0
+    assert (state.last_sequence, state.last_timestamp) == (6, 1_700_000_000_006)
+    assert (state.coordinator_epoch, state.current_transaction_start_offset) == (-1, -1)
+
+

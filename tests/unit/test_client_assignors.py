@@ -13,8 +13,10 @@ from kafkalike.client.assignors import (
     StickyAssignor,
     Subscription,
     decode_assignment,
+    decode_sticky_user_data,
     decode_subscription,
     encode_assignment,
+    encode_sticky_user_data,
     encode_subscription,
 )
 from kafkalike.client.metadata import TopicPartition as TP
@@ -43,14 +45,47 @@ def test_roundrobin_deals_in_turn_and_skips_unsubscribed_members():
     assert out == {"c0": [TP("t0", 0)], "c1": [TP("t1", 0)], "c2": [TP("t1", 1)]}
 
 
-def test_sticky_keeps_owned_partitions_and_stays_balanced():
+def sticky_member(topics, partitions, generation) -> Subscription:
+    """What an eager sticky member sends: owns nothing (it revoked), remembers in user data."""
+    return Subscription(topics, encode_sticky_user_data(partitions, generation))
+
+
+def test_sticky_keeps_previous_partitions_and_stays_balanced():
     first = StickyAssignor().assign({"t": 6}, subs(a=["t"], b=["t"]))
-    owned = {m: Subscription(["t"], owned_partitions=tps) for m, tps in first.items()}
-    owned["c"] = Subscription(["t"])
-    second = StickyAssignor().assign({"t": 6}, owned)
+    members = {m: sticky_member(["t"], tps, 1) for m, tps in first.items()}
+    members["c"] = Subscription(["t"])
+    second = StickyAssignor().assign({"t": 6}, members)
     assert sorted(len(v) for v in second.values()) == [2, 2, 2]
     for member in ("a", "b"):
         assert set(second[member]) <= set(first[member])  # nothing moved between the old members
+
+
+def test_sticky_newest_generation_wins_and_same_generation_claims_cancel():
+    members = {"a": sticky_member(["t"], [TP("t", 0), TP("t", 1)], 3),   # a stale member
+               "b": sticky_member(["t"], [TP("t", 0)], 5),
+               "c": sticky_member(["t"], [TP("t", 1)], 5)}
+    assert StickyAssignor()._current_owners(members) == {TP("t", 0): "b", TP("t", 1): "c"}
+    members = {"a": sticky_member(["t"], [TP("t", 0)], 5), "b": sticky_member(["t"], [TP("t", 0)], 5)}
+    assert StickyAssignor()._current_owners(members) == {}
+
+
+def test_sticky_user_data_is_java_stickyassignor_bytes():
+    blob = encode_sticky_user_data([TP("t", 2), TP("t", 0), TP("u", 1)], 7)
+    # previous_assignment: [("t", [0, 2]), ("u", [1])], then generation 7; no version prefix
+    assert blob == bytes.fromhex("00000002" "0001" "74" "00000002" "00000000" "00000002"
+                                 "0001" "75" "00000001" "00000001" "00000007")
+    assert decode_sticky_user_data(blob) == ([TP("t", 0), TP("t", 2), TP("u", 1)], 7)
+    assert decode_sticky_user_data(blob[:-4]) == ([TP("t", 0), TP("t", 2), TP("u", 1)], None)  # version 0
+    assert decode_sticky_user_data(b"\x01\x02") == ([], None)
+    assert decode_sticky_user_data(None) == ([], None)
+
+
+def test_sticky_member_remembers_its_assignment_for_the_next_join():
+    assignor = StickyAssignor()
+    assert assignor.subscription_user_data(["t"]) is None  # never assigned: no user data, as Java
+    assignor.on_assignment([TP("t", 1)], 4)
+    assert decode_sticky_user_data(assignor.subscription_user_data(["t"])) == ([TP("t", 1)], 4)
+    assert CooperativeStickyAssignor().subscription_user_data(["t"]) is None
 
 
 def test_cooperative_sticky_withholds_partitions_until_their_owner_revoked_them():

@@ -52,6 +52,9 @@ class ScriptedNet:
     def await_metadata(self, timeout):
         pass
 
+    def coordinator_connection(self, node_id):
+        return node_id
+
 
 def coordinator_answer(request):
     return FindCoordinatorResponse(error_code=0, node_id=1, host="h", port=1)

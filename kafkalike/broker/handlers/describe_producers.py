@@ -4,8 +4,10 @@ Kafka 2.8 answers from the producer state of the local log, whether this broker 
 the partition or follows it (the admin client asks the leader unless told otherwise):
 an unknown topic is UNKNOWN_TOPIC_OR_PARTITION, a partition of a known topic that this
 broker does not host NOT_LEADER_OR_FOLLOWER (UNKNOWN_TOPIC_OR_PARTITION if the topic
-has no such partition). The log now keeps producer state (storage/producer_state.py),
-but this handler does not report it yet: a hosted partition answers an empty list.
+has no such partition). Each producer the log's producer state knows is reported with
+its epoch, last sequence and last timestamp; without transactions there is no
+coordinator epoch or open transaction, so those are -1 as in Kafka for idempotent-only
+producers.
 """
 from __future__ import annotations
 
@@ -24,15 +26,21 @@ def handle_describe_producers(ctx: RequestContext, request: DescribeProducersReq
         known_topic = server.metadata_cache.contains(t.name)
         partitions = []
         for p in t.partition_indexes:
+            hosted = server.replica_manager.partitions.get((t.name, p))
+            producers = []
             if not known_topic:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif (t.name, p) in server.replica_manager.partitions:
+            elif hosted is not None:
                 code = ErrorCode.NONE
+                producers = [_R.ProducerState(
+                    producer_id=e.producer_id, producer_epoch=e.epoch, last_sequence=e.last_seq,
+                    last_timestamp=e.last_timestamp, coordinator_epoch=-1, current_txn_start_offset=-1)
+                    for e in hosted.log.active_producers()]
             elif server.metadata_cache.partition(t.name, p) is not None:
                 code = ErrorCode.NOT_LEADER_OR_FOLLOWER
             else:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             partitions.append(_R.PartitionResponse(partition_index=p, error_code=int(code), error_message=None,
-                                                   active_producers=[]))
+                                                   active_producers=producers))
         topics.append(_R.TopicResponse(name=t.name, partitions=partitions))
     return DescribeProducersResponse(topics=topics)
