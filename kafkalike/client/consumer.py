@@ -34,6 +34,7 @@ from kafkalike.client.coordinator import ConsumerCoordinator, ConsumerRebalanceL
 from kafkalike.client.connection import parse_bootstrap_servers
 from kafkalike.client.deserializers import resolve_deserializer
 from kafkalike.client.errors import (
+    ConcurrentModificationError,
     ConfigError,
     IllegalStateError,
     InvalidGroupIdError,
@@ -237,12 +238,28 @@ class ConsumerGroupMetadata:
 
 
 def _locked(method):
-    """Hold the network lock for the whole call: responses the heartbeat thread might
-    otherwise handle (fetches, commits) then never race the user's own changes."""
+    """One user thread at a time, as Java's acquire(): a second thread gets
+    ConcurrentModificationError rather than waiting (only wakeup() is for other threads).
+    The call holds the network lock throughout, so responses the heartbeat thread might
+    otherwise handle (fetches, commits) never race the user's own changes."""
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        with self._net.lock:
-            return method(self, *args, **kwargs)
+        me = threading.get_ident()
+        with self._owner_lock:
+            if self._owner not in (None, me):
+                raise ConcurrentModificationError(
+                    f"KafkaConsumer is not safe for multi-threaded access. currentThread(name: "
+                    f"{threading.current_thread().name}, id: {me}) otherThread(id: {self._owner})")
+            self._owner = me
+            self._owner_depth += 1
+        try:
+            with self._net.lock:
+                return method(self, *args, **kwargs)
+        finally:
+            with self._owner_lock:
+                self._owner_depth -= 1
+                if not self._owner_depth:
+                    self._owner = None
     return wrapper
 
 
@@ -269,6 +286,9 @@ class KafkaConsumer:
     def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
         merged = dict(config or {})
         merged.update({k.replace("_", "."): v for k, v in overrides.items()})
+        self._owner_lock = threading.Lock()
+        self._owner: int | None = None      # the thread inside a consumer call, if any
+        self._owner_depth = 0
         self.config = cfg = consumer_config(merged)
         self.client_id = cfg["client.id"] or f"consumer-{cfg['group.id'] or ''}-{next(_client_ids)}".replace(
             "--", "-")

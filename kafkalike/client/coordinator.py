@@ -38,8 +38,11 @@ from kafkalike.client.assignors import (
 )
 from kafkalike.client.errors import (
     CommitFailedError,
+    FencedInstanceIdError,
     KafkaError,
     KafkaTimeoutError,
+    RebalanceInProgressError,
+    WakeupError,
     error_for_code,
 )
 from kafkalike.client.metadata import TopicPartition
@@ -57,7 +60,7 @@ log = logging.getLogger("kafkalike.client.coordinator")
 NO_GENERATION = -1
 UNKNOWN_MEMBER = ""
 _COORDINATOR_ERRORS = {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR, ErrorCode.REQUEST_TIMED_OUT}
-_MEMBER_GONE = {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID}
+_MEMBER_GONE = {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION}
 _INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
 
 
@@ -131,6 +134,8 @@ class ConsumerCoordinator:
         # As leader: the partition count of every topic the group subscribed to when we assigned.
         self._assignment_snapshot: dict[str, int] | None = None
         self._snapshot_topics: set[str] = set()
+        self._async_commits = 0             # commit_async requests awaiting an answer
+        self._fenced: FencedInstanceIdError | None = None
         self._closed = False
 
     # -- subscription ------------------------------------------------------------------------
@@ -194,6 +199,8 @@ class ConsumerCoordinator:
         """Everything group related that is due: completions, rejoining (up to `timeout`), auto commit."""
         self.last_poll = time.monotonic()
         self._run_completions()
+        if self._fenced is not None:
+            raise self._fenced
         if self.group_managed:
             self._update_pattern_topics()
             self._check_assignment_snapshot()
@@ -320,18 +327,22 @@ class ConsumerCoordinator:
         """Before joining: report lost partitions, or (eager protocols) commit and revoke them all."""
         with self.lock:
             lost, self.lost = self.lost, False
-            self.stable = False
             self._assignment_snapshot = None
         owned = set(self.subscriptions.assignment)
-        if lost and owned:
-            self._invoke("on_partitions_lost", owned)
-            self.subscriptions.assign([])
-            owned = set()
-        if owned and not self._cooperative():
-            if self.auto_commit:
-                self._commit_quietly(min(self.rebalance_timeout, self.default_timeout))
-            self._invoke("on_partitions_revoked", owned)
-            self.subscriptions.assign([])
+        try:
+            if lost and owned:
+                self._invoke("on_partitions_lost", owned)
+                self.subscriptions.assign([])
+                owned = set()
+            if owned and not self._cooperative():
+                if self.auto_commit:
+                    self._commit_quietly(min(self.rebalance_timeout, self.default_timeout))
+                self._invoke("on_partitions_revoked", owned)
+                self.subscriptions.assign([])
+        finally:
+            # Heartbeats (and commits, as from a revoke listener) go on until the JoinGroup is sent.
+            with self.lock:
+                self.stable = False
 
     def _cooperative(self) -> bool:
         if self.protocol is not None:
@@ -385,8 +396,7 @@ class ConsumerCoordinator:
         elif code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
             self._reset_generation()
         elif code == ErrorCode.FENCED_INSTANCE_ID:
-            raise error_for_code(code, f"The group.instance.id {self.group_instance_id} was fenced by a newer "
-                                       "member with the same id")
+            raise self._fence()
         elif code not in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
             raise error_for_code(code)
         return None
@@ -458,7 +468,7 @@ class ConsumerCoordinator:
                                         f"offset for partitions {sorted(map(str, tps))} could be determined.")
             try:
                 response = self._send_to_coordinator(request, left)
-            except KafkaTimeoutError:
+            except (KafkaTimeoutError, WakeupError):
                 raise
             except KafkaError:
                 self.net.poll(min(self.retry_backoff, left))
@@ -529,9 +539,15 @@ class ConsumerCoordinator:
                 if code in _COORDINATOR_ERRORS:
                     self.coordinator_dead(code.name)
                     return error_for_code(code)
-                if code in _MEMBER_GONE or code == ErrorCode.REBALANCE_IN_PROGRESS:
-                    if code in _MEMBER_GONE:
-                        self._reset_generation()
+                if code == ErrorCode.FENCED_INSTANCE_ID:
+                    return self._fence()
+                if code == ErrorCode.REBALANCE_IN_PROGRESS:
+                    self.need_rejoin = True
+                    return RebalanceInProgressError(
+                        "Offset commit cannot be completed since the consumer group is executing a rebalance at the "
+                        "moment. You can try completing the rebalance by calling poll() and then retry commit again")
+                if code in _MEMBER_GONE:
+                    self._reset_generation()
                     self.need_rejoin = True
                     return CommitFailedError(
                         "Commit cannot be completed since the group has already rebalanced and assigned the "
@@ -541,10 +557,37 @@ class ConsumerCoordinator:
                 return error_for_code(code)
         return None
 
+    def _not_committable(self) -> KafkaError | None:
+        """Why a group member cannot commit now (Java's generationIfStable() check), or None."""
+        if self._fenced is not None:
+            return self._fenced
+        if not self.group_managed or (self.stable and self.generation != NO_GENERATION):
+            return None
+        if self._joining:
+            return RebalanceInProgressError(
+                "Offset commit cannot be completed since the consumer is undergoing a rebalance for auto partition "
+                "assignment. You can try completing the rebalance by calling poll() and then retry the operation.")
+        return CommitFailedError(
+            "Offset commit cannot be completed since the consumer is not part of an active group for auto partition "
+            "assignment; it is likely that the consumer was kicked out of the group.")
+
+    def _fence(self) -> FencedInstanceIdError:
+        """A newer member took our group.instance.id: fatal, every later poll and commit says so."""
+        log.error("%sReceived fatal exception: group.instance.id gets fenced", self.log_prefix)
+        with self.lock:
+            self._fenced = FencedInstanceIdError(
+                f"The broker rejected this static consumer since another consumer with the same "
+                f"group.instance.id {self.group_instance_id} has registered with a different member.id.")
+            self.stable = False
+        return self._fenced
+
     def commit_sync(self, offsets: Mapping[TopicPartition, OffsetAndMetadata] | None, timeout: float) -> None:
         offsets = self._current_offsets() if offsets is None else dict(offsets)
         if not offsets:
             return
+        refused = self._not_committable()
+        if refused is not None:
+            raise refused
         deadline = time.monotonic() + timeout
         request = self._commit_request(offsets)
         while True:
@@ -575,6 +618,10 @@ class ConsumerCoordinator:
             if callback is not None:
                 self._completions.append(lambda: callback(offsets, error))
 
+        refused = self._not_committable()
+        if refused is not None:
+            finish(refused)
+            return
         if self.coordinator is None:
             try:
                 self.ensure_coordinator(0.0 if self._completions else self.retry_backoff)
@@ -582,8 +629,12 @@ class ConsumerCoordinator:
                 finish(error)
                 return
         future = self.net.send(self.coordinator, self._commit_request(offsets))
+        with self.lock:
+            self._async_commits += 1
 
         def done(response, exception) -> None:
+            with self.lock:
+                self._async_commits -= 1
             if exception is not None:
                 self.coordinator_dead(str(exception))
                 finish(exception)
@@ -636,6 +687,8 @@ class ConsumerCoordinator:
                 log.info("%sAttempt to heartbeat failed since group is rebalancing", self.log_prefix)
                 self.last_heartbeat_ok = time.monotonic()
                 self.need_rejoin = True
+            elif code == ErrorCode.FENCED_INSTANCE_ID:
+                self._fence()
             elif code in _MEMBER_GONE:
                 log.info("%sAttempt to heartbeat failed: %s", self.log_prefix, code.name)
                 self._reset_generation()
@@ -665,6 +718,8 @@ class ConsumerCoordinator:
         try:
             if self.auto_commit and self.subscriptions.assignment:
                 self._commit_quietly(max(0.0, deadline - time.monotonic()))
+            # Commits sent with commit_async still count: wait for their answers (as Java does).
+            self.net.poll_until(lambda: self._async_commits == 0, max(0.0, deadline - time.monotonic()))
             if self.group_managed and self.generation != NO_GENERATION:
                 self._invoke("on_partitions_revoked", set(self.subscriptions.assignment))
             if self.leave_on_close:

@@ -224,5 +224,36 @@ class InvalidGroupIdError(KafkaError):
     java_name = _ERRORS + "InvalidGroupIdException"
 
 
-CONSUMER_ERRORS = ["InvalidGroupIdError", "CommitFailedError", "NoOffsetForPartitionError", "OffsetOutOfRangeError", "WakeupError"]
+class RebalanceInProgressError(KafkaError):
+    """A commit met a rebalance under way: poll() to finish it, then commit again (not fatal)."""
+
+    java_name = _ERRORS + "RebalanceInProgressException"
+
+
+class FencedInstanceIdError(KafkaError):
+    """Another consumer joined with this one's group.instance.id; this one must stop."""
+
+    java_name = _ERRORS + "FencedInstanceIdException"
+
+
+class ConcurrentModificationError(KafkaError):
+    """A second thread called the consumer while one was inside it (only wakeup() may)."""
+
+    java_name = "java.util.ConcurrentModificationException"
+
+
+class RecordDeserializationError(SerializationError):
+    """A record's key or value could not be deserialized; names where it is, so it can be skipped."""
+
+    java_name = _ERRORS + "RecordDeserializationException"
+
+    def __init__(self, partition, offset: int, message: str) -> None:
+        self.partition = partition
+        self.offset = offset
+        super().__init__(message)
+
+
+CONSUMER_ERRORS = ["InvalidGroupIdError", "CommitFailedError", "ConcurrentModificationError", "FencedInstanceIdError",
+                   "NoOffsetForPartitionError", "OffsetOutOfRangeError", "RebalanceInProgressError",
+                   "RecordDeserializationError", "WakeupError"]
 __all__ += CONSUMER_ERRORS

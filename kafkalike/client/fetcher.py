@@ -13,7 +13,13 @@ Records are decoded lazily, one batch at a time, from the raw bytes of the answe
 a poll that wants 500 records decodes only the batches those come from. Control
 batches (transaction markers) and records below the position (the head of a batch the
 broker returned whole) are skipped; after a batch is consumed the position jumps to
-its next offset, which also steps over offsets compaction removed.
+its next offset, which also steps over offsets compaction removed. With
+isolation.level=read_committed the batches of aborted transactions are skipped too,
+from the answer's aborted-transaction list, as Java's Fetcher does.
+
+A record whose key or value cannot be deserialized stops the partition there: the
+records before it are returned, and the next poll raises RecordDeserializationError
+naming its partition and offset, again and again until the user seeks past it.
 
 The Fetcher talks to the network only through `net.send(node_id, request)`, which returns
 a future with add_callback(fn(response, error)); tests give it a fake.
@@ -28,9 +34,12 @@ from typing import Any, Callable
 
 from kafkalike.client.errors import (
     INVALID_METADATA_CODES,
+    IllegalStateError,
+    KafkaError,
     KafkaTimeoutError,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
+    RecordDeserializationError,
     TopicAuthorizationError,
     error_for_code,
 )
@@ -39,6 +48,7 @@ from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.fetch import FetchRequest
 from kafkalike.protocol.messages.list_offsets import ListOffsetsRequest
 from kafkalike.records import decode_batches
+from kafkalike.records.control import ControlRecordType, parse_control_key
 
 log = logging.getLogger("kafkalike.client.fetcher")
 
@@ -100,7 +110,7 @@ class SubscriptionState:
         try:
             return self.assignment[tp]
         except KeyError:
-            raise ValueError(f"No current assignment for partition {tp}") from None
+            raise IllegalStateError(f"No current assignment for partition {tp}") from None
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         state = self.state(tp)
@@ -128,13 +138,30 @@ class SubscriptionState:
 class _CompletedFetch:
     """One partition's answer, read a batch at a time."""
 
-    def __init__(self, tp: TopicPartition, fetch_offset: int, records, check_crcs: bool) -> None:
+    def __init__(self, tp: TopicPartition, fetch_offset: int, records, check_crcs: bool,
+                 aborted: list | None = None) -> None:
         self.tp = tp
         self.fetch_offset = fetch_offset
         self._batches = iter(decode_batches(records, verify_crc=check_crcs)) if records else iter(())
         self._pending: deque = deque()
         self._batch = None
         self.exhausted = False
+        # read_committed only: (producer id, first offset) of aborted transactions, by first offset
+        self._aborted = deque(sorted(aborted, key=lambda a: a[1])) if aborted is not None else None
+        self._aborted_producers: set[int] = set()
+
+    def _skip_aborted(self, batch) -> bool:
+        """Whether a batch belongs to an aborted transaction (read_committed only)."""
+        if self._aborted is None or getattr(batch, "producer_id", -1) < 0:
+            return False
+        while self._aborted and self._aborted[0][1] <= batch.last_offset:
+            self._aborted_producers.add(self._aborted.popleft()[0])
+        if batch.is_control:
+            records = batch.records()
+            if records and parse_control_key(records[0].key).type == ControlRecordType.ABORT:
+                self._aborted_producers.discard(batch.producer_id)
+            return False
+        return batch.is_transactional and batch.producer_id in self._aborted_producers
 
     def take(self, state: PartitionState, limit: int, build: Callable) -> list[ConsumerRecord]:
         out: list[ConsumerRecord] = []
@@ -149,14 +176,22 @@ class _CompletedFetch:
                     break
                 if batch.next_offset <= state.position:
                     continue
-                if getattr(batch, "is_control", False):
+                if self._skip_aborted(batch) or getattr(batch, "is_control", False):
                     state.position = batch.next_offset
                     continue
                 self._batch = batch
                 self._pending.extend(r for r in batch.records() if r.offset >= state.position)
                 continue
-            record = self._pending.popleft()
-            out.append(build(self.tp, self._batch, record))
+            record = self._pending[0]
+            try:
+                out.append(build(self.tp, self._batch, record))
+            except Exception as error:
+                if out:
+                    return out  # what came before is the user's; the bad record waits for the next poll
+                raise RecordDeserializationError(
+                    self.tp, record.offset, f"Error deserializing key/value for partition {self.tp} at offset "
+                    f"{record.offset}. If needed, please seek past the record to continue consumption.") from error
+            self._pending.popleft()
             state.position = record.offset + 1
         return out
 
@@ -249,7 +284,10 @@ class Fetcher:
             if part.last_stable_offset >= 0:
                 state.last_stable_offset = part.last_stable_offset
             if part.record_set:
-                self._completed.append(_CompletedFetch(tp, fetch_offset, part.record_set, self.check_crcs))
+                aborted = None
+                if self.isolation == READ_COMMITTED:
+                    aborted = [(a.producer_id, a.first_offset) for a in part.aborted_transactions or ()]
+                self._completed.append(_CompletedFetch(tp, fetch_offset, part.record_set, self.check_crcs, aborted))
         elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
             if self.subscriptions.default_reset == "none":
                 self._out_of_range[tp] = fetch_offset
@@ -257,14 +295,20 @@ class Fetcher:
                 log.info("%sFetch position %d is out of range for partition %s, resetting offset", self.log_prefix,
                          fetch_offset, tp)
                 self.subscriptions.request_reset(tp)
-        elif code in INVALID_METADATA_CODES or code == ErrorCode.REPLICA_NOT_AVAILABLE:
+        elif code in INVALID_METADATA_CODES or code == ErrorCode.OFFSET_NOT_AVAILABLE:
             log.debug("%sError %s fetching %s: refreshing metadata", self.log_prefix, ErrorCode(code).name, tp)
             self.net.metadata.request_update()
         elif code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
             self._errors.append(TopicAuthorizationError(f"Not authorized to access topics: [{tp.topic}]"))
-        else:
-            log.warning("%sUnexpected error code %s while fetching at offset %d from topic-partition %s",
-                        self.log_prefix, code, fetch_offset, tp)
+        elif code == ErrorCode.UNKNOWN_SERVER_ERROR:
+            log.warning("%sUnknown server error while fetching offset %d for topic-partition %s", self.log_prefix,
+                        fetch_offset, tp)
+        elif code == ErrorCode.CORRUPT_MESSAGE:
+            self._errors.append(KafkaError(f"Encountered corrupt message when fetching offset {fetch_offset} for "
+                                           f"topic-partition {tp}"))
+        else:  # as Java's Fetcher: an answer no client should get is raised to the user
+            self._errors.append(IllegalStateError(f"Unexpected error code {code} while fetching at offset "
+                                                  f"{fetch_offset} from topic-partition {tp}"))
 
     def fetched_records(self, max_records: int | None = None) -> list[ConsumerRecord]:
         """Records from answers already in, up to max.poll.records; raises errors those answers carried."""
@@ -284,6 +328,10 @@ class Fetcher:
                 continue
             try:
                 taken = completed.take(state, limit - len(out), self._build)
+            except RecordDeserializationError:
+                if out:
+                    return out
+                raise  # the answer stays: the next poll meets the same record, unless the user seeks past it
             except Exception:
                 self._completed.popleft()
                 if out:

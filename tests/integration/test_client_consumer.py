@@ -417,3 +417,45 @@ def test_the_leader_rejoins_when_a_subscribed_topic_gains_partitions(broker):
             future.result()
         poll_until([leader, other], lambda g: len(leader.assignment()) == 2 and len(other.assignment()) == 2)
         assert leader.assignment() | other.assignment() == {TopicPartition(topic, p) for p in range(4)}
+
+
+def test_commit_async_right_before_close_still_lands(broker):
+    topic = new_topic(broker.bootstrap, 1)
+    produce(broker.bootstrap, topic, 1, 5)
+    tp = TopicPartition(topic, 0)
+    group = f"late-{uuid.uuid4().hex[:8]}"
+    outcomes = []
+    consumer = KafkaConsumer(group_config(broker.bootstrap, group, enable_auto_commit=False))
+    consumer.assign([tp])
+    assert len(consume_all(consumer, 5)) == 5
+    consumer.commit_async({tp: 4}, callback=lambda offsets, error: outcomes.append(error))
+    consumer.close()
+    assert outcomes == [None]  # the callback ran, inside close()
+    with KafkaConsumer(group_config(broker.bootstrap, group)) as check:
+        assert check.committed([tp])[tp].offset == 4
+
+
+def test_a_static_member_replaced_by_another_with_its_instance_id_is_fenced(broker):
+    from kafkalike.client.errors import FencedInstanceIdError
+
+    topic = new_topic(broker.bootstrap, 2)
+    group = f"fence-{uuid.uuid4().hex[:8]}"
+    static = dict(group_instance_id="instance-a", heartbeat_interval_ms=200, session_timeout_ms=10000)
+    first = KafkaConsumer(group_config(broker.bootstrap, group, **static))
+    second = KafkaConsumer(group_config(broker.bootstrap, group, **static))
+    try:
+        first.subscribe([topic])
+        poll_until([first], lambda g: len(first.assignment()) == 2)
+        second.subscribe([topic])
+        poll_until([second], lambda g: len(second.assignment()) == 2)
+        deadline = time.monotonic() + 10
+        with pytest.raises(FencedInstanceIdError, match="instance-a"):
+            while time.monotonic() < deadline:  # the first learns at its next heartbeat
+                first.poll(0.1)
+        with pytest.raises(FencedInstanceIdError):
+            first.poll(0)  # and stays fenced
+        second.poll(0.5)
+        assert len(second.assignment()) == 2
+    finally:
+        first.close()
+        second.close()

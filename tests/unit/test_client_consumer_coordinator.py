@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from kafkalike.client.assignors import RangeAssignor, Subscription, decode_assignment, encode_subscription
-from kafkalike.client.coordinator import ConsumerCoordinator
-from kafkalike.client.errors import CommitFailedError
+from kafkalike.client.coordinator import ConsumerCoordinator, OffsetAndMetadata
+from kafkalike.client.errors import CommitFailedError, FencedInstanceIdError, RebalanceInProgressError
 from kafkalike.client.fetcher import SubscriptionState
 from kafkalike.client.metadata import Cluster, Node, PartitionInfo, TopicPartition, TopicView
 from kafkalike.protocol.errors import ErrorCode
@@ -104,6 +104,39 @@ def test_the_leader_assigns_by_range_and_installs_its_share():
     assert coordinator.generation == 3 and not coordinator.need_rejoin
 
 
+def test_a_slow_revoke_listener_keeps_heartbeating_and_may_commit():
+    """Eager rebalance: until the JoinGroup goes out the member is still in its generation."""
+    seen = []
+
+    def commit(request):
+        seen.append(("commit", request.generation_id))
+        return commit_answer(ErrorCode.NONE)(request)
+
+    def join(request):
+        seen.append(("join", coordinator.stable))
+        return JoinGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS, member_id="m", generation_id=-1,
+                                 protocol_name="", leader="", members=[])
+
+    net, subs, coordinator = make({"JoinGroupRequest": join, "OffsetCommitRequest": commit,
+                                   "HeartbeatRequest": lambda r: HeartbeatResponse(error_code=0)},
+                                  assignment=[TopicPartition("t", 0)])
+
+    class CommitOnRevoke:
+        def on_partitions_revoked(self, revoked):
+            seen.append(("revoked", coordinator.stable))
+            coordinator.heartbeat_tick(coordinator.last_poll)  # the heartbeat thread, mid-listener
+            coordinator.commit_sync({TopicPartition("t", 0): OffsetAndMetadata(9)}, 1.0)
+
+        def on_partitions_assigned(self, assigned):
+            pass
+
+    coordinator.subscribe(["t"], None, CommitOnRevoke())
+    coordinator.coordinator, coordinator.generation, coordinator.member_id, coordinator.stable = 1, 5, "m", True
+    coordinator.ensure_active_group(0.0)
+    assert seen[:3] == [("revoked", True), ("commit", 5), ("join", False)]
+    assert any(type(r).__name__ == "HeartbeatRequest" for r in net.requests)
+
+
 def test_heartbeat_errors_mark_rejoin_or_lost_partitions():
     codes = iter([ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.UNKNOWN_MEMBER_ID])
     net, subs, coordinator = make({"HeartbeatRequest": lambda r: HeartbeatResponse(error_code=next(codes))},
@@ -123,10 +156,82 @@ def test_a_commit_after_the_group_moved_on_fails_for_good():
                                                                error_code=ErrorCode.ILLEGAL_GENERATION)])])
     net, subs, coordinator = make({"OffsetCommitRequest": commit}, assignment=[TopicPartition("t", 0)])
     coordinator.subscribe(["t"], None, None)
-    coordinator.generation, coordinator.member_id = 5, "m"
+    coordinator.generation, coordinator.member_id, coordinator.stable = 5, "m", True
     subs.seek(TopicPartition("t", 0), 42)
     with pytest.raises(CommitFailedError):
         coordinator.commit_sync(None, 1.0)
     [request] = [r for r in net.requests if type(r).__name__ == "OffsetCommitRequest"]
     assert request.generation_id == 5 and request.topics[0].partitions[0].committed_offset == 42
     assert coordinator.need_rejoin and coordinator.generation == -1
+    # Out of the group now: the next commit is refused without asking the broker.
+    with pytest.raises(CommitFailedError, match="not part of an active group"):
+        coordinator.commit_sync(None, 1.0)
+    assert len([r for r in net.requests if type(r).__name__ == "OffsetCommitRequest"]) == 1
+
+
+def commit_answer(code):
+    def commit(request):
+        return OffsetCommitResponse(topics=[OffsetCommitResponse.OffsetCommitResponseTopic(name="t", partitions=[
+            OffsetCommitResponse.OffsetCommitResponsePartition(partition_index=0, error_code=code)])])
+    return commit
+
+
+def test_a_commit_during_a_rebalance_is_not_fatal():
+    net, subs, coordinator = make({"OffsetCommitRequest": commit_answer(ErrorCode.REBALANCE_IN_PROGRESS)},
+                                  assignment=[TopicPartition("t", 0)])
+    coordinator.subscribe(["t"], None, None)
+    coordinator.generation, coordinator.member_id, coordinator.stable = 5, "m", True
+    subs.seek(TopicPartition("t", 0), 7)
+    with pytest.raises(RebalanceInProgressError):
+        coordinator.commit_sync(None, 1.0)
+    assert coordinator.need_rejoin and coordinator.generation == 5  # still a member
+    coordinator.stable, coordinator._joining = False, True          # JoinGroup sent: refused up front
+    with pytest.raises(RebalanceInProgressError, match="undergoing a rebalance"):
+        coordinator.commit_sync(None, 1.0)
+
+
+def test_a_fenced_static_member_is_told_on_every_poll_and_commit():
+    net, subs, coordinator = make({"HeartbeatRequest": lambda r: HeartbeatResponse(
+        error_code=ErrorCode.FENCED_INSTANCE_ID)}, assignment=[TopicPartition("t", 0)])
+    coordinator.group_instance_id = "instance-1"
+    coordinator.subscribe(["t"], None, None)
+    coordinator.coordinator, coordinator.generation, coordinator.member_id, coordinator.stable = 1, 5, "m", True
+    coordinator.heartbeat_tick(coordinator.last_poll)
+    assert not coordinator.stable  # no more heartbeats
+    for _ in range(2):
+        with pytest.raises(FencedInstanceIdError, match="instance-1"):
+            coordinator.poll(0)
+    subs.seek(TopicPartition("t", 0), 3)
+    with pytest.raises(FencedInstanceIdError):
+        coordinator.commit_sync(None, 1.0)
+
+
+def test_a_second_thread_inside_the_consumer_is_refused():
+    import threading
+    import time
+
+    from kafkalike.client.consumer import KafkaConsumer
+    from kafkalike.client.errors import ConcurrentModificationError, WakeupError
+
+    consumer = KafkaConsumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"})  # nothing listens there
+    consumer.assign([TopicPartition("t", 0)])
+    outcome = []
+
+    def poll():
+        try:
+            consumer.poll(3)
+        except WakeupError as error:
+            outcome.append(error)
+
+    worker = threading.Thread(target=poll)
+    worker.start()
+    deadline = time.monotonic() + 5
+    while consumer._owner is None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    with pytest.raises(ConcurrentModificationError, match="not safe for multi-threaded access"):
+        consumer.pause([TopicPartition("t", 0)])
+    consumer.wakeup()  # the one call other threads may make
+    worker.join(5)
+    assert len(outcome) == 1
+    consumer.pause([TopicPartition("t", 0)])  # free again once the other thread is out
+    consumer.close()

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalike.client.errors import NoOffsetForPartitionError, OffsetOutOfRangeError
+from kafkalike.client.errors import (IllegalStateError, NoOffsetForPartitionError, OffsetOutOfRangeError,
+                                     RecordDeserializationError)
 from kafkalike.client.fetcher import Fetcher, SubscriptionState
 from kafkalike.client.metadata import Cluster, Node, PartitionInfo, TopicPartition, TopicView
 from kafkalike.protocol.errors import ErrorCode
@@ -67,18 +68,20 @@ def batch(base_offset, count, ts=1000):
                          for i in range(count)], base_offset=base_offset)
 
 
-def answer(records=b"", error=ErrorCode.NONE, hw=100, partition=0):
-    part = FetchResponse.FetchablePartitionResponse(partition=partition, error_code=error, high_watermark=hw,
-                                                    last_stable_offset=hw, log_start_offset=0, record_set=records)
+def answer(records=b"", error=ErrorCode.NONE, hw=100, partition=0, aborted=None):
+    part = FetchResponse.FetchablePartitionResponse(
+        partition=partition, error_code=error, high_watermark=hw, last_stable_offset=hw, log_start_offset=0,
+        record_set=records, aborted_transactions=None if aborted is None else [
+            FetchResponse.AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in aborted])
     return FetchResponse(responses=[FetchResponse.FetchableTopicResponse(topic="t", partition_responses=[part])])
 
 
-def make(reset="earliest", max_poll_records=500, partitions=(TP,)):
+def make(reset="earliest", max_poll_records=500, partitions=(TP,), value_deserializer=lambda t, d: d, **config):
     net = FakeNet()
     subs = SubscriptionState(reset)
     subs.assign(partitions)
-    fetcher = Fetcher(net, subs, key_deserializer=lambda t, d: d, value_deserializer=lambda t, d: d,
-                      max_poll_records=max_poll_records)
+    fetcher = Fetcher(net, subs, key_deserializer=lambda t, d: d, value_deserializer=value_deserializer,
+                      max_poll_records=max_poll_records, **config)
     return net, subs, fetcher
 
 
@@ -184,3 +187,60 @@ def test_paused_partitions_are_not_fetched():
     fetcher.send_fetches()
     [(_, request, _)] = net.sent
     assert [p.partition for p in request.topics[0].partitions] == [1]
+
+
+def txn_batch(base_offset, count, producer_id):
+    return encode_batch([Record(i, 1000 + i, None, b"p%d-%d" % (producer_id, base_offset + i), [])
+                         for i in range(count)], base_offset=base_offset, producer_id=producer_id,
+                        producer_epoch=0, base_sequence=base_offset, is_transactional=True)
+
+
+def marker(offset, producer_id, commit):
+    return encode_end_txn_marker_batch(base_offset=offset, producer_id=producer_id, producer_epoch=0,
+                                       commit=commit, coordinator_epoch=0, timestamp=5)
+
+
+@pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
+def test_read_committed_skips_aborted_transactions(isolation):
+    # producer 7 commits offsets 0-1, aborts 3-4, then commits 6; producer 8's 8-9 are aborted
+    log = (txn_batch(0, 2, 7) + marker(2, 7, True) + txn_batch(3, 2, 7) + marker(5, 7, False)
+           + txn_batch(6, 1, 7) + marker(7, 7, True) + txn_batch(8, 2, 8) + marker(10, 8, False) + batch(11, 1))
+    net, subs, fetcher = make(isolation_level=isolation)
+    subs.seek(TP, 0)
+    fetcher.send_fetches()
+    assert net.sent[0][1].isolation_level == (1 if isolation == "read_committed" else 0)
+    net.sent[0][2].complete(answer(log, aborted=[(7, 3), (8, 8)] if isolation == "read_committed" else None))
+    offsets = [r.offset for r in fetcher.fetched_records()]
+    assert offsets == ([0, 1, 6, 11] if isolation == "read_committed" else [0, 1, 3, 4, 6, 8, 9, 11])
+    assert subs.assignment[TP].position == 12
+
+
+def test_a_record_that_cannot_be_deserialized_stops_the_partition_at_it():
+    def value(topic, data):
+        if data == b"v2":
+            raise ValueError("not what I expected")
+        return data.decode()
+    net, subs, fetcher = make(value_deserializer=value)
+    subs.seek(TP, 0)
+    fetcher.send_fetches()
+    net.sent[0][2].complete(answer(batch(0, 5)))
+    assert [r.value for r in fetcher.fetched_records()] == ["v0", "v1"]  # nothing before the bad one is lost
+    for _ in range(2):  # raised until the user moves on
+        with pytest.raises(RecordDeserializationError, match="partition t-0 at offset 2") as raised:
+            fetcher.fetched_records()
+        assert (raised.value.partition, raised.value.offset) == (TP, 2)
+        assert subs.assignment[TP].position == 2
+    subs.seek(TP, 3)
+    assert fetcher.fetched_records() == []  # the answer holding the bad record is stale now
+    assert fetcher.send_fetches() == 1
+    net.sent[-1][2].complete(answer(batch(3, 2)))
+    assert [r.value for r in fetcher.fetched_records()] == ["v3", "v4"]
+
+
+def test_an_error_code_no_fetch_should_get_is_raised():
+    net, subs, fetcher = make()
+    subs.seek(TP, 0)
+    fetcher.send_fetches()
+    net.sent[0][2].complete(answer(error=ErrorCode.INVALID_REQUEST))
+    with pytest.raises(IllegalStateError, match="Unexpected error code 42 while fetching at offset 0"):
+        fetcher.fetched_records()
