@@ -175,7 +175,8 @@ class ProducerBatch:
 
     __slots__ = ("tp", "created", "last_attempt", "attempts", "drained", "count", "base_ts", "max_ts", "thunks",
                  "result", "allocated", "compression", "_parts", "_size", "_limit", "_closed", "_built",
-                 "_uncompressed_size", "finished", "_factor", "producer_id", "producer_epoch", "base_sequence")
+                 "_uncompressed_size", "finished", "_factor", "producer_id", "producer_epoch", "base_sequence",
+                 "resequenced")
 
     def __init__(self, tp: TopicPartition, now: float, compression: int, write_limit: int, allocated: int,
                  ratio: float = 1.0) -> None:
@@ -205,6 +206,7 @@ class ProducerBatch:
         self.producer_id = -1       # set by an idempotent producer when the batch is first drained
         self.producer_epoch = -1
         self.base_sequence = -1
+        self.resequenced = False    # renumbered (new epoch) since it was last sent
 
     def __repr__(self) -> str:
         return f"ProducerBatch({self.tp}, count={self.count}, attempts={self.attempts})"
@@ -277,6 +279,20 @@ class ProducerBatch:
         if self._built is not None:
             raise RuntimeError("the batch is already built; its producer state cannot change")
         self.producer_id, self.producer_epoch, self.base_sequence = producer_id, producer_epoch, base_sequence
+
+    def renumber(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        """New producer fields for a batch that may be built already: only its header is
+        re-stamped and re-checksummed; the records (and compression) stay as they are."""
+        self.producer_id, self.producer_epoch, self.base_sequence = producer_id, producer_epoch, base_sequence
+        self.resequenced = True
+        built = self._built
+        if built is not None:
+            payload = memoryview(built)[HEADER_SIZE:]
+            after_crc = _AFTER_CRC.pack(self.compression, self.count - 1, self.base_ts, self.max_ts,
+                                        producer_id, producer_epoch, base_sequence, self.count)
+            crc = crc32c(payload, crc32c(after_crc))
+            crc_at = _PREFIX.size - 4
+            self._built = b"".join((built[:crc_at], crc.to_bytes(4, "big"), after_crc, payload))
 
     def build(self) -> bytes:
         """The v2 batch bytes (base offset 0, producer fields as stamped), made once."""
@@ -597,7 +613,7 @@ class RecordAccumulator:
             else:
                 dq.appendleft(batch)
 
-    def split_and_reenqueue(self, batch: ProducerBatch, now: float) -> int:
+    def split_and_reenqueue(self, batch: ProducerBatch, now: float) -> list[ProducerBatch]:
         pieces = batch.split(self.batch_size)
         with self._lock:
             dq = self._batches.setdefault(batch.tp, deque())
@@ -608,7 +624,7 @@ class RecordAccumulator:
             with self._incomplete_lock:
                 self._incomplete.discard(batch)
                 self._incomplete.update(pieces)
-        return len(pieces)
+        return pieces
 
     def record_compression(self, batch: ProducerBatch) -> None:
         """Update the topic's compression ratio estimate from a built batch."""

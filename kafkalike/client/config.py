@@ -109,6 +109,13 @@ def _invalid(key: ConfigKey, value: Any, reason: str) -> ConfigError:
     return ConfigError(f"Invalid value {value} for configuration {key.name}: {reason}")
 
 
+def _user_value(key: ConfigKey, value: Any) -> Any:
+    """A user's value parsed; None only where None is the default (Java: "Value must be non-null")."""
+    if value is None and key.default is not None:
+        raise _invalid(key, "null", "Value must be non-null")
+    return parse_value(key, value)
+
+
 def parse_value(key: ConfigKey, value: Any) -> Any:
     """One value to its Python type, as Java's ConfigDef.parseType does (strings are trimmed)."""
     if value is None:
@@ -163,7 +170,7 @@ def producer_config(user: Mapping[str, Any] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, key in PRODUCER_CONFIG.items():
         if name in user:
-            value = parse_value(key, user[name])
+            value = _user_value(key, user[name])
         elif key.default is NO_DEFAULT:
             raise ConfigError(f'Missing required configuration "{name}" which has no default value.')
         else:
@@ -281,7 +288,7 @@ def consumer_config(user: Mapping[str, Any] | None) -> dict[str, Any]:
     user = dict(user or {})
     out: dict[str, Any] = {}
     for name, key in CONSUMER_CONFIG.items():
-        value = parse_value(key, user[name]) if name in user else key.default
+        value = _user_value(key, user[name]) if name in user else key.default
         if value is not None and key.validator is not None:
             reason = key.validator(value)
             if reason is not None:

@@ -95,9 +95,15 @@ class _Interceptors:
     def on_send(self, record: ProducerRecord) -> ProducerRecord:
         for interceptor in self.items:
             try:
-                record = interceptor.on_send(record)
+                intercepted = interceptor.on_send(record)
             except Exception:
                 log.warning("Error executing interceptor onSend callback", exc_info=True)
+                continue
+            if isinstance(intercepted, ProducerRecord):
+                record = intercepted
+            else:
+                log.warning("Interceptor %r returned %r from on_send, not a ProducerRecord; the record goes on "
+                            "unchanged", interceptor, intercepted)
         return record
 
     def on_acknowledgement(self, metadata: RecordMetadata, exception: Exception | None) -> None:
@@ -138,7 +144,15 @@ def _load_interceptors(specs: Iterable[Any], configs: Mapping[str, Any]) -> _Int
 def _normalize_headers(headers) -> list[tuple[str, bytes | None]]:
     items = headers.items() if isinstance(headers, Mapping) else headers
     out = []
-    for key, value in items:
+    try:
+        pairs = [tuple(item) for item in items]
+    except TypeError:
+        raise SerializationError(f"Headers must be a mapping or an iterable of (key, value) pairs, not "
+                                 f"{type(headers).__name__}") from None
+    for pair in pairs:
+        if len(pair) != 2:
+            raise SerializationError(f"A header must be a (key, value) pair, not {pair!r}")
+        key, value = pair
         if not isinstance(key, str):
             raise SerializationError(f"Header keys must be str, not {type(key).__name__}")
         if value is not None and type(value) is not bytes:
@@ -150,6 +164,24 @@ def _normalize_headers(headers) -> list[tuple[str, bytes | None]]:
                 raise SerializationError(f"Header values must be bytes or None, not {type(value).__name__}")
         out.append((key, value))
     return out
+
+
+def _serialize(serializer, what: str, topic: str, data: Any) -> bytes | None:
+    """Run a user's serializer; anything but bytes or None, or any failure, is a SerializationError
+    here in send() rather than a stuck batch on the sender thread."""
+    try:
+        out = serializer(topic, data)
+    except KafkaError:
+        raise
+    except Exception as error:
+        raise SerializationError(f"Can't convert {what} of class {type(data).__name__} with the serializer "
+                                 f"specified in {what}.serializer: {error}") from error
+    if out is None or type(out) is bytes:
+        return out
+    if isinstance(out, (bytearray, memoryview)):
+        return bytes(out)
+    raise SerializationError(f"The serializer specified in {what}.serializer returned {type(out).__name__}; "
+                             "a serializer must return bytes or None")
 
 
 class KafkaProducer:
@@ -242,11 +274,18 @@ class KafkaProducer:
         if self._key_passthrough and (key is None or type(key) is bytes):
             key_bytes = key
         else:
-            key_bytes = self._key_serializer(topic, key)
+            key_bytes = _serialize(self._key_serializer, "key", topic, key)
         if self._value_passthrough and (value is None or type(value) is bytes):
             value_bytes = value
         else:
-            value_bytes = self._value_serializer(topic, value)
+            value_bytes = _serialize(self._value_serializer, "value", topic, value)
+        if timestamp is not None:
+            if not isinstance(timestamp, int) or isinstance(timestamp, bool):
+                raise TypeError(f"timestamp must be an int (epoch ms) or None, not {type(timestamp).__name__}")
+            if timestamp < 0:
+                raise ValueError(f"Invalid timestamp: {timestamp}. Timestamp should always be non-negative or null.")
+        if partition is not None and (not isinstance(partition, int) or isinstance(partition, bool)):
+            raise TypeError(f"partition must be an int or None, not {type(partition).__name__}")
         if headers:
             headers = _normalize_headers(headers)
         size = _MAX_OVERHEAD
@@ -346,6 +385,9 @@ class KafkaProducer:
 
     def flush(self, timeout: float | None = None) -> None:
         """Make everything queued sendable now and wait until it is acknowledged or failed."""
+        if threading.current_thread() is self._sender:
+            raise IllegalStateError("KafkaProducer.flush() invocation inside a callback is not permitted because "
+                                    "it may lead to deadlock.")
         self._accumulator.begin_flush()
         self._sender.wakeup()
         try:

@@ -228,7 +228,12 @@ class Sender(threading.Thread):
         by_topic: dict[str, list] = {}
         by_tp: dict[tuple[str, int], ProducerBatch] = {}
         for batch in batches:
-            data = batch.build()
+            try:
+                data = batch.build()
+            except Exception as error:  # never strand a batch (and its partition) on a bug here
+                log.error("%sCould not encode a batch for %s", self.log_prefix, batch.tp, exc_info=True)
+                self._finish(batch, -1, -1, KafkaError(f"The batch for {batch.tp} could not be encoded: {error}"))
+                continue
             self.accumulator.record_compression(batch)
             by_topic.setdefault(batch.tp.topic, []).append(
                 ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=data))
@@ -281,10 +286,17 @@ class Sender(threading.Thread):
             self._finish(batch, base_offset, log_append_time, None)
             return
         idempotence = self.idempotence
-        if (code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and idempotence is not None
-                and batch.base_sequence >= 0 and not idempotence.is_first_unacked(batch)
+        if (code in (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID)
+                and idempotence is not None and batch.base_sequence >= 0
                 and now - batch.created < self.accumulator.delivery_timeout):
-            # A batch ahead of this one failed and is being retried: this one follows it.
+            # Retried, never failed, as Java's idempotent producer does: behind a batch that is
+            # being retried or was renumbered, this one follows it; otherwise the broker's
+            # sequence has a real gap (or it lost the producer), closed with a new epoch (KIP-360).
+            if code == ErrorCode.UNKNOWN_PRODUCER_ID or (idempotence.is_first_unacked(batch)
+                                                         and not batch.resequenced):
+                log.warning("%s%s for %s: bumping the producer epoch and renumbering its batches from 0",
+                            self.log_prefix, ErrorCode(code).name, batch.tp)
+                idempotence.restart_sequences(batch.tp, batch)
             self._forget(batch)
             self.accumulator.reenqueue(batch, now)
             return
@@ -293,9 +305,9 @@ class Sender(threading.Thread):
                         "retrying (%d attempts left). Error: %s", self.log_prefix, correlation_id, batch.tp,
                         self.retries - batch.attempts, ErrorCode(code).name)
             self._forget(batch)
+            pieces = self.accumulator.split_and_reenqueue(batch, now)
             if idempotence is not None:
-                idempotence.completed(batch, succeeded=False)   # pieces get new numbers
-            self.accumulator.split_and_reenqueue(batch, now)
+                idempotence.replace(batch, pieces)  # the pieces take over its sequence numbers
             self.accumulator.deallocate(batch)
             return
         error = error_for_code(code, message)

@@ -91,3 +91,47 @@ def test_killing_a_leader_mid_stream_leaves_every_record_exactly_once_in_order(k
     assert len({(h.producer_id, h.producer_epoch) for h in headers}) == 1
     sequences = [(h.base_sequence, h.last_offset_delta) for h in headers]
     assert all(seq == prev + delta + 1 for (prev, delta), (seq, _) in zip(sequences, sequences[1:]))
+
+
+def _topic(bootstrap: str, name: str, config: dict) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(name, 1, 1, config=config)], operation_timeout=30).values():
+        future.result()
+
+
+def _values_in_log(bootstrap: str, topic: str, expected: int) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "idem-values", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(values) < expected and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                values.append(msg.value())
+        tail = consumer.poll(1.0)  # nothing beyond what was sent
+        assert tail is None or tail.error() is not None, tail.value()
+    finally:
+        consumer.close()
+    return values
+
+
+@pytest.mark.parametrize("case", ["one record too large", "batches split"])
+def test_a_batch_rejected_for_size_costs_nothing_else(broker, case):
+    """A non-retriable failure (or a split) amid five batches in flight: every other record
+    lands exactly once and in order, under one producer id (the epoch is bumped instead)."""
+    topic = f"idem-size-{case.replace(' ', '-')}-{int(time.time() * 1000)}"
+    _topic(broker.bootstrap, topic, {"max.message.bytes": "2000"})
+    big = 10 if case == "one record too large" else None
+    config = {"bootstrap.servers": broker.bootstrap, "enable.idempotence": True, "linger.ms": 200,
+              "batch.size": 700 if big is not None else 16384}
+    values = [b"%04d" % i + (b"B" * 5000 if i == big else b"s" * 300) for i in range(30)]
+    with KafkaProducer(config) as producer:
+        futures = [producer.send(topic, v) for v in values]
+        producer.flush(30)
+        outcomes = [f.exception(0) for f in futures]
+    failed = [i for i, error in enumerate(outcomes) if error is not None]
+    assert failed == ([big] if big is not None else [])
+    kept = [v for i, v in enumerate(values) if i != big]
+    assert [f.get(0).offset for i, f in enumerate(futures) if i != big] == list(range(len(kept)))
+    assert _values_in_log(broker.bootstrap, topic, len(kept)) == kept

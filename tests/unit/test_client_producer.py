@@ -171,6 +171,12 @@ def test_bad_config_values_are_rejected_with_javas_text_naming_the_key(key, valu
     assert str(caught.value) == message
 
 
+@pytest.mark.parametrize("key", ["acks", "batch.size", "linger.ms", "retries", "compression.type", "max.block.ms"])
+def test_none_is_not_a_value_for_keys_with_a_default(key):
+    with pytest.raises(ConfigError, match=f"Invalid value null for configuration {key}: Value must be non-null"):
+        KafkaProducer({"bootstrap.servers": "127.0.0.1:9", key: None})
+
+
 def test_missing_bootstrap_servers_and_impossible_timeouts_are_config_errors():
     with pytest.raises(ConfigError, match="No resolvable bootstrap urls given in bootstrap.servers"):
         KafkaProducer({})
@@ -452,3 +458,37 @@ def test_callbacks_that_raise_do_not_stop_delivery(cluster):
     with producer_for(c) as producer:
         producer.send("t", b"a", callback=lambda md, e: 1 / 0)
         assert producer.send("t", b"b").get(10).offset == 1
+
+
+def test_what_send_cannot_use_is_refused_in_send_not_on_the_sender_thread(cluster):
+    c = cluster()
+    def careless(value):  # hands back str as is, and fails on dicts
+        if isinstance(value, dict):
+            raise KeyError("boom")
+        return value
+    with producer_for(c, value_serializer=careless) as producer:
+        with pytest.raises(SerializationError, match="value.serializer returned str"):
+            producer.send("t", "not bytes")
+        with pytest.raises(SerializationError, match="Can't convert value of class dict .* value.serializer"):
+            producer.send("t", {"a": 1})
+        with pytest.raises(ValueError, match="Invalid timestamp: -5"):
+            producer.send("t", b"v", timestamp=-5)
+        with pytest.raises(TypeError, match="timestamp must be an int"):
+            producer.send("t", b"v", timestamp=1.5)
+        with pytest.raises(SerializationError, match="header must be a"):
+            producer.send("t", b"v", headers=[("a", b"1", b"2")])
+        assert producer.send("t", b"fine").get(10).offset == 0  # nothing was stranded
+
+
+def test_flush_inside_a_callback_is_refused_instead_of_deadlocking(cluster):
+    c = cluster()
+    errors = []
+    with producer_for(c) as producer:
+        def callback(metadata, error):
+            try:
+                producer.flush()
+            except IllegalStateError as refused:
+                errors.append(refused)
+        producer.send("t", b"v", callback=callback).get(10)
+        producer.flush(10)
+    assert len(errors) == 1 and "inside a callback is not permitted" in str(errors[0])
