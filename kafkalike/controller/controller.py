@@ -7,7 +7,6 @@ the controller makes is fenced by the /controller_epoch zkVersion it won the ele
 """
 from __future__ import annotations
 
-import json
 import logging
 from typing import Awaitable, Callable, Iterable
 
@@ -23,13 +22,14 @@ from kafkalike.controller.leader_election import (
     plan_election,
     rebalance_candidates,
 )
+from kafkalike.zkdata.kafka_json import ZNodeDecodeError
 from kafkalike.zkdata.topic_znodes import LeaderIsrAndControllerEpoch, TopicPartition
+from kafkalike.zkdata.znodes import PreferredReplicaElectionZNode
 
 log = logging.getLogger("kafka.controller.KafkaController")
 state_log = logging.getLogger("state.change.logger")
 
 NO_LEADER = -1
-PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"   # legacy, still watched by 2.8
 
 
 class KafkaController:
@@ -664,26 +664,23 @@ class KafkaController:
         if not self.active:
             return
         self._watches.append(await self.zk.watch_data(
-            PREFERRED_REPLICA_ELECTION_PATH,
+            PreferredReplicaElectionZNode.PATH,
             lambda *_: self.put("PreferredReplicaLeaderElection", self._zk_preferred_election)))
         await self._zk_preferred_election()
 
     async def _zk_preferred_election(self) -> None:
         if not self.active:
             return
-        # The facade has no public reader for this znode yet; its private helpers are used.
-        found = await self.zk._get_or_none(PREFERRED_REPLICA_ELECTION_PATH)
-        if found is None or not found[0]:
+        try:
+            partitions = await self.zk.get_preferred_replica_election()
+        except ZNodeDecodeError as exc:
+            log.error("[Controller id=%d] Ignoring unreadable %s: %s", self.broker_id,
+                      PreferredReplicaElectionZNode.PATH, exc)
+            partitions = []
+        if partitions is None:
             return
         try:
-            try:
-                data = json.loads(found[0])
-                partitions = [TopicPartition(str(p["topic"]), int(p["partition"])) for p in data["partitions"]]
-            except (ValueError, KeyError, TypeError) as exc:
-                log.error("[Controller id=%d] Ignoring unreadable %s: %s", self.broker_id,
-                          PREFERRED_REPLICA_ELECTION_PATH, exc)
-                partitions = []
             if partitions:
-                await self._run_election(list(dict.fromkeys(partitions)), ElectionType.PREFERRED, "ZkTriggered")
+                await self._run_election(partitions, ElectionType.PREFERRED, "ZkTriggered")
         finally:
-            await self.zk._delete_if_present(PREFERRED_REPLICA_ELECTION_PATH, self.ctx.epoch_zk_version)
+            await self.zk.delete_preferred_replica_election(self.ctx.epoch_zk_version)

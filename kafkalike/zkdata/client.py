@@ -74,12 +74,15 @@ from .znodes import (
     BrokerSequenceIdZNode,
     ClusterIdZNode,
     ConfigEntityChangeNotificationZNode,
+    ConfigEntityTypeZNode,
     ConfigEntityZNode,
     ConfigType,
+    ConsumerOffset,
     ControllerEpochZNode,
     ControllerZNode,
     DeleteTopicsZNode,
     IsrChangeNotificationZNode,
+    PreferredReplicaElectionZNode,
     ProducerIdBlock,
     ProducerIdBlockZNode,
     now_ms,
@@ -464,12 +467,45 @@ class KafkaZkClient:
             for tp, outcome in zip(partitions, outcomes)
         }
 
+    # -- the legacy preferred-replica election and OffsetCommit v0 offsets ----------------
+
+    @returns_deferred
+    async def get_preferred_replica_election(self) -> list[TopicPartition] | None:
+        """The partitions asked for, None when no election is pending; ZNodeDecodeError if unreadable."""
+        found = await self._get_or_none(PreferredReplicaElectionZNode.PATH)
+        return None if found is None else PreferredReplicaElectionZNode.decode(found[0])
+
+    @returns_deferred
+    async def delete_preferred_replica_election(self, controller_epoch_zk_version: int) -> None:
+        await self._delete_if_present(PreferredReplicaElectionZNode.PATH, controller_epoch_zk_version)
+
+    @returns_deferred
+    async def get_consumer_offset(self, group: str, tp: TopicPartition) -> int | None:
+        topic, partition = tp
+        found = await self._get_or_none(ConsumerOffset.path(group, topic, partition))
+        return None if found is None else ConsumerOffset.decode(found[0])
+
+    @returns_deferred
+    async def set_consumer_offset(self, group: str, tp: TopicPartition, offset: int) -> None:
+        """Kafka's setOrCreateConsumerOffset: write the znode, creating it and its parents if new."""
+        topic, partition = tp
+        path, data = ConsumerOffset.path(group, topic, partition), ConsumerOffset.encode(offset)
+        try:
+            await self._write(ZkOp.set(path, data), MATCH_ANY_VERSION)
+        except NoNodeError:
+            await self._create_recursive(path, data, must_be_new=False)
+
     # -- configs ---------------------------------------------------------------------
 
     @returns_deferred
     async def get_entity_configs(self, entity_type: str, entity_name: str) -> dict[str, str]:
         found = await self._get_or_none(ConfigEntityZNode.path(entity_type, entity_name))
         return ConfigEntityZNode.decode(found[0]) if found else {}
+
+    @returns_deferred
+    async def get_entity_names(self, entity_path: str) -> list[str]:
+        """Children of /config/<entity_path> (e.g. "users" or "users/alice/clients"), sorted."""
+        return sorted(await self._children(ConfigEntityTypeZNode.path(entity_path)))
 
     @returns_deferred
     async def get_topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:

@@ -309,6 +309,49 @@ class ProducerIdBlockZNode:
 
 CONSUMERS_PATH = "/consumers"  # the old Scala consumer's tree; still created at startup
 
+
+class ConsumerOffset:
+    """/consumers/<group>/offsets/<topic>/<partition>: an OffsetCommit v0 offset, as a decimal string.
+
+    v0 predates Kafka-stored offsets; Kafka 2.8 still keeps those commits here, apart
+    from __consumer_offsets."""
+
+    @staticmethod
+    def path(group: str, topic: str, partition: int) -> str:
+        return f"{CONSUMERS_PATH}/{group}/offsets/{topic}/{partition}"
+
+    @staticmethod
+    def encode(offset: int) -> bytes:
+        return str(offset).encode("ascii")
+
+    @staticmethod
+    def decode(data: bytes | None) -> int | None:
+        return int(data.decode("ascii")) if data else None
+
+
+class PreferredReplicaElectionZNode:
+    """/admin/preferred_replica_election: partitions whose preferred replica should lead
+    (written by the legacy kafka-preferred-replica-election tool; the controller deletes it when done)."""
+
+    PATH = "/admin/preferred_replica_election"
+
+    @staticmethod
+    def encode(partitions: Iterable[TopicPartition]) -> bytes:
+        return encode_json({"version": 1, "partitions": [{"topic": tp.topic, "partition": tp.partition}
+                                                         for tp in partitions]})
+
+    @staticmethod
+    def decode(data: bytes | None) -> list[TopicPartition]:
+        """The partitions, each once, in the order written; ZNodeDecodeError if unreadable."""
+        value = decode_json(data)
+        if value is None:
+            return []
+        try:
+            found = [TopicPartition(str(p["topic"]), int(p["partition"])) for p in value["partitions"]]
+        except (KeyError, TypeError, ValueError) as error:
+            raise ZNodeDecodeError(f"bad preferred replica election znode: {data!r}") from error
+        return list(dict.fromkeys(found))
+
 # Created (empty) by every broker at startup, in Kafka's order (ZkData.PersistentZkPaths).
 PERSISTENT_ZK_PATHS: tuple[str, ...] = (
     CONSUMERS_PATH,

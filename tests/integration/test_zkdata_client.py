@@ -303,6 +303,30 @@ async def test_isr_change_notifications_round_trip(open_client: OpenClient) -> N
     assert await controller.get_all_isr_change_notifications() == []
 
 
+@pytest_twisted.ensureDeferred
+async def test_legacy_znodes_config_entities_elections_and_v0_offsets(
+        open_client: OpenClient, kazoo_client: KazooClient) -> None:
+    client = await open_client()
+    assert await client.get_entity_names("users") == []
+    await client.change_entity_config("users", "bob", {"producer_byte_rate": "10"})
+    await client.change_entity_config("users", "alice", {"consumer_byte_rate": "20"})
+    assert await client.get_entity_names("users") == ["alice", "bob"]
+
+    assert await client.get_preferred_replica_election() is None
+    kazoo_client.create("/admin/preferred_replica_election", json.dumps(
+        {"version": 1, "partitions": [{"topic": "orders", "partition": 1}, {"topic": "orders", "partition": 0},
+                                      {"topic": "orders", "partition": 1}]}).encode(), makepath=True)
+    assert await client.get_preferred_replica_election() == [T1, T0]
+    await client.delete_preferred_replica_election(-1)
+    assert kazoo_client.exists("/admin/preferred_replica_election") is None
+
+    assert await client.get_consumer_offset("old-group", T0) is None
+    await client.set_consumer_offset("old-group", T0, 42)
+    await client.set_consumer_offset("old-group", T0, 43)
+    assert kazoo_client.get("/consumers/old-group/offsets/orders/0")[0] == b"43"  # as the Scala consumer wrote it
+    assert await client.get_consumer_offset("old-group", T0) == 43
+
+
 # -- watches and sessions ------------------------------------------------------------------------
 
 

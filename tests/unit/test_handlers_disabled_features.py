@@ -11,7 +11,6 @@ import struct
 from dataclasses import dataclass, field
 
 import pytest
-from kazoo.exceptions import NoNodeError
 from twisted.internet import defer
 from twisted.internet.testing import StringTransport
 
@@ -63,23 +62,15 @@ def versions(api_key: int) -> list[int]:
 
 
 class FakeZooKeeper:
-    """Config znodes as KafkaZkClient and its kazoo session expose them."""
+    """Config znodes as KafkaZkClient exposes them."""
 
     def __init__(self):
         self.znodes: dict[str, dict[str, str]] = {}
         self.notifications: list[str] = []
-        self.session = self
-        self.kazoo = self
 
-    def request(self, issue):
-        return defer.maybeDeferred(issue)
-
-    def get_children_async(self, path: str) -> list[str]:
-        prefix = path + "/"
-        children = {p[len(prefix):].split("/")[0] for p in self.znodes if p.startswith(prefix)}
-        if not children and path not in self.znodes:
-            raise NoNodeError(path)
-        return sorted(children)
+    def get_entity_names(self, entity_path: str):
+        prefix = f"/config/{entity_path}/"
+        return defer.succeed(sorted({p[len(prefix):].split("/")[0] for p in self.znodes if p.startswith(prefix)}))
 
     def get_entity_configs(self, entity_type: str, name: str):
         return defer.succeed(dict(self.znodes.get(f"/config/{entity_type}/{name}", {})))

@@ -12,7 +12,6 @@ from twisted.internet import defer
 
 from kafkalike.broker.handlers.groups import coordinator_of
 from kafkalike.broker.registry import RequestContext, handler
-from kafkalike.coordinator import zk_offsets
 from kafkalike.coordinator.group_metadata_manager import java_string_length
 from kafkalike.coordinator.records import NO_LEADER_EPOCH, OffsetAndMetadata
 from kafkalike.protocol.errors import ErrorCode
@@ -82,7 +81,7 @@ async def _commit_to_zookeeper(ctx: RequestContext, group_id: str, wanted: dict)
             out[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             continue
         try:
-            await zk_offsets.set_consumer_offset(ctx.server.zk, group_id, tp[0], tp[1], p.committed_offset)
+            await ctx.server.zk.set_consumer_offset(group_id, tp, p.committed_offset)
             out[tp] = ErrorCode.NONE
         except Exception:
             log.exception("Error committing offset of %s-%d for group %s to ZooKeeper", *tp, group_id)
@@ -132,7 +131,7 @@ async def _fetch_from_zookeeper(ctx: RequestContext, group_id: str, requested: l
             out[tp] = (-1, -1, "", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             continue
         try:
-            offset = await zk_offsets.get_consumer_offset(ctx.server.zk, group_id, tp[0], tp[1])
+            offset = await ctx.server.zk.get_consumer_offset(group_id, tp)
         except Exception:
             log.exception("Error reading offset of %s-%d for group %s from ZooKeeper", *tp, group_id)
             out[tp] = (-1, -1, "", ErrorCode.UNKNOWN_SERVER_ERROR)

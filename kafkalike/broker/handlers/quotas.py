@@ -20,7 +20,6 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import quote, unquote_plus
 
-from kazoo.exceptions import NoNodeError
 from twisted.internet import defer, threads
 
 from kafkalike.broker.config import java_double
@@ -29,7 +28,7 @@ from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from kafkalike.protocol.messages.describe_client_quotas import (DescribeClientQuotasRequest,
                                                                 DescribeClientQuotasResponse)
-from kafkalike.zkdata.znodes import ConfigEntityTypeZNode, ConfigType
+from kafkalike.zkdata.znodes import ConfigType
 
 log = logging.getLogger("kafka.server.ZkAdminManager")
 
@@ -154,19 +153,19 @@ async def _user_client_quotas(zk, user: FilterComponent | None, client: FilterCo
     if exact_user and exclude_client:
         candidates[(user_name, _ABSENT)] = await fetch_entity(zk, ConfigType.USER, _sanitized(user_name))
     elif not exclude_user and not exact_client:
-        for name in await entity_names(zk, ConfigType.USER):
+        for name in await zk.get_entity_names(ConfigType.USER):
             candidates[(_entity_name(name), _ABSENT)] = await fetch_entity(zk, ConfigType.USER, name)
     if exclude_user and exact_client:
         candidates[(_ABSENT, client_name)] = await fetch_entity(zk, ConfigType.CLIENT, _sanitized(client_name))
     elif not exact_user and not exclude_client:
-        for name in await entity_names(zk, ConfigType.CLIENT):
+        for name in await zk.get_entity_names(ConfigType.CLIENT):
             candidates[(_ABSENT, _entity_name(name))] = await fetch_entity(zk, ConfigType.CLIENT, name)
     if exact_user and exact_client:
         path = f"{_sanitized(user_name)}/clients/{_sanitized(client_name)}"
         candidates[(user_name, client_name)] = await fetch_entity(zk, ConfigType.USER, path)
     elif not exclude_user and not exclude_client:
-        for u in await entity_names(zk, ConfigType.USER):
-            for c in await entity_names(zk, f"{ConfigType.USER}/{u}/clients"):
+        for u in await zk.get_entity_names(ConfigType.USER):
+            for c in await zk.get_entity_names(f"{ConfigType.USER}/{u}/clients"):
                 candidates[(_entity_name(u), _entity_name(c))] = await fetch_entity(
                     zk, ConfigType.USER, f"{u}/clients/{c}")
 
@@ -191,7 +190,7 @@ async def _ip_quotas(zk, ip: FilterComponent | None, strict: bool) -> dict[tuple
     if ip is not None and ip.exact:
         candidates[ip.wanted] = await fetch_entity(zk, ConfigType.IP, _sanitized(ip.wanted))
     elif (ip is not None and ip.kind == MATCH_SPECIFIED) or (ip is None and not strict):
-        for name in await entity_names(zk, ConfigType.IP):
+        for name in await zk.get_entity_names(ConfigType.IP):
             candidates[_entity_name(name)] = await fetch_entity(zk, ConfigType.IP, name)
     found = {}
     for name, props in candidates.items():
@@ -349,17 +348,6 @@ def sanitize(name: str) -> str:
 
 def desanitize(name: str) -> str:
     return unquote_plus(name)
-
-
-async def entity_names(zk, entity_path: str) -> list[str]:
-    """Children of /config/<entity_path> (e.g. "users" or "users/alice/clients"), sorted."""
-    session = zk.session
-    path = ConfigEntityTypeZNode.path(entity_path)
-    try:
-        children = await session.request(lambda: session.kazoo.get_children_async(path))
-    except NoNodeError:
-        return []
-    return sorted(children)
 
 
 async def fetch_entity(zk, entity_type: str, name: str) -> dict[str, str]:

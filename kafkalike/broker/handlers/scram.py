@@ -22,7 +22,7 @@ from collections import Counter
 
 from twisted.internet import defer
 
-from kafkalike.broker.handlers.quotas import UNEXPECTED, desanitize, entity_names, fetch_entity, sanitize
+from kafkalike.broker.handlers.quotas import UNEXPECTED, desanitize, fetch_entity, sanitize
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.alter_user_scram_credentials import (AlterUserScramCredentialsRequest,
@@ -83,7 +83,7 @@ async def describe_user_scram_credentials(zk, request) -> DescribeUserScramCrede
     results: dict[str, _Result] = {}
     try:
         if not users:
-            for name in await entity_names(zk, ConfigType.USER):
+            for name in await zk.get_entity_names(ConfigType.USER):
                 _add_if_credentialed(results, desanitize(name), await fetch_entity(zk, ConfigType.USER, name))
             ordered = [results[u] for u in sorted(results)]
         else:
