@@ -43,6 +43,7 @@ from kafkalike.client.errors import (
     TopicAuthorizationError,
     error_for_code,
 )
+from kafkalike.client.deserializers import is_passthrough
 from kafkalike.client.metadata import TopicPartition
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.fetch import FetchRequest
@@ -143,7 +144,8 @@ class _CompletedFetch:
         self.tp = tp
         self.fetch_offset = fetch_offset
         self._batches = iter(decode_batches(records, verify_crc=check_crcs)) if records else iter(())
-        self._pending: deque = deque()
+        self._pending: list = []  # the current batch's records from the position on ...
+        self._next = 0            # ... of which these are taken already
         self._batch = None
         self.exhausted = False
         # read_committed only: (producer id, first offset) of aborted transactions, by first offset
@@ -164,9 +166,11 @@ class _CompletedFetch:
         return batch.is_transactional and batch.producer_id in self._aborted_producers
 
     def take(self, state: PartitionState, limit: int, build: Callable) -> list[ConsumerRecord]:
+        """Up to `limit` records from the position on; `build(tp, batch, records)` makes them
+        ConsumerRecords a slice at a time (the hot path: no per-record Python calls here)."""
         out: list[ConsumerRecord] = []
         while len(out) < limit:
-            if not self._pending:
+            if self._next >= len(self._pending):
                 if self._batch is not None:
                     state.position = max(state.position, self._batch.next_offset)
                     self._batch = None
@@ -180,20 +184,39 @@ class _CompletedFetch:
                     state.position = batch.next_offset
                     continue
                 self._batch = batch
-                self._pending.extend(r for r in batch.records() if r.offset >= state.position)
+                position = state.position
+                self._pending = [r for r in batch.records() if r.offset >= position]
+                self._next = 0
                 continue
-            record = self._pending[0]
+            chunk = self._pending[self._next:self._next + limit - len(out)]
             try:
-                out.append(build(self.tp, self._batch, record))
-            except Exception as error:
+                built = build(self.tp, self._batch, chunk)
+            except Exception:
+                built, bad, error = self._build_until_bad(chunk, build)
+                self._took(state, built, out)
                 if out:
                     return out  # what came before is the user's; the bad record waits for the next poll
                 raise RecordDeserializationError(
-                    self.tp, record.offset, f"Error deserializing key/value for partition {self.tp} at offset "
-                    f"{record.offset}. If needed, please seek past the record to continue consumption.") from error
-            self._pending.popleft()
-            state.position = record.offset + 1
+                    self.tp, bad.offset, f"Error deserializing key/value for partition {self.tp} at offset "
+                    f"{bad.offset}. If needed, please seek past the record to continue consumption.") from error
+            self._took(state, built, out)
         return out
+
+    def _took(self, state: PartitionState, built: list, out: list) -> None:
+        if built:
+            out.extend(built)
+            self._next += len(built)
+            state.position = built[-1].offset + 1
+
+    def _build_until_bad(self, chunk: list, build: Callable):
+        """The records before the first that cannot be built, that record, and its error."""
+        built: list = []
+        for record in chunk:
+            try:
+                built.extend(build(self.tp, self._batch, [record]))
+            except Exception as error:
+                return built, record, error
+        raise AssertionError("a slice failed to build but each of its records built")
 
 
 class Fetcher:
@@ -206,6 +229,7 @@ class Fetcher:
         self.subscriptions = subscriptions
         self.key_deserializer = key_deserializer
         self.value_deserializer = value_deserializer
+        self._raw = is_passthrough(key_deserializer) and is_passthrough(value_deserializer)
         self.min_bytes = fetch_min_bytes
         self.max_wait_ms = fetch_max_wait_ms
         self.max_bytes = fetch_max_bytes
@@ -363,14 +387,19 @@ class Fetcher:
             error = self._errors.pop(0)
             raise error
 
-    def _build(self, tp: TopicPartition, batch, record) -> ConsumerRecord:
-        key, value = record.key, record.value
+    def _build(self, tp: TopicPartition, batch, records: list) -> list[ConsumerRecord]:
+        topic, partition = tp
         epoch = getattr(batch, "partition_leader_epoch", -1)
-        return ConsumerRecord(
-            tp.topic, tp.partition, record.offset, record.timestamp, batch.timestamp_type,
-            self.key_deserializer(tp.topic, key), self.value_deserializer(tp.topic, value), record.headers,
-            -1 if key is None else len(key), -1 if value is None else len(value),
-            epoch if epoch >= 0 else None)
+        epoch = epoch if epoch >= 0 else None
+        ts_type = batch.timestamp_type
+        kd, vd = self.key_deserializer, self.value_deserializer
+        if self._raw:
+            return [ConsumerRecord(topic, partition, r.offset, r.timestamp, ts_type, r.key, r.value, r.headers,
+                                   -1 if r.key is None else len(r.key), -1 if r.value is None else len(r.value),
+                                   epoch) for r in records]
+        return [ConsumerRecord(topic, partition, r.offset, r.timestamp, ts_type, kd(topic, r.key), vd(topic, r.value),
+                               r.headers, -1 if r.key is None else len(r.key), -1 if r.value is None else len(r.value),
+                               epoch) for r in records]
 
     # -- positions from ListOffsets ------------------------------------------------------------
 
