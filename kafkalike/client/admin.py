@@ -32,7 +32,7 @@ from kafkalike.client.groups import (
     TopicPartition,
     decode_assignment,
 )
-from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.errors import ErrorCode, default_message
 from kafkalike.protocol.messages.alter_configs import AlterConfigsRequest
 from kafkalike.protocol.messages.create_partitions import CreatePartitionsRequest
 from kafkalike.protocol.messages.create_topics import CreateTopicsRequest
@@ -89,53 +89,6 @@ _IRREGULAR_EXCEPTIONS = {
     ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE: "PrincipalDeserializationException",
 }
 
-# Kafka's own text for the errors admin calls meet, used when a broker sends no message.
-_DEFAULT_MESSAGES = {
-    ErrorCode.UNKNOWN_SERVER_ERROR: "The server experienced an unexpected error when processing the request.",
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
-    ErrorCode.LEADER_NOT_AVAILABLE: "There is no leader for this topic-partition as we are in the middle "
-                                    "of a leadership election.",
-    ErrorCode.REQUEST_TIMED_OUT: "The request timed out.",
-    ErrorCode.BROKER_NOT_AVAILABLE: "The broker is not available.",
-    ErrorCode.INVALID_TOPIC_EXCEPTION: "The request attempted to perform an operation on an invalid topic.",
-    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
-    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
-    ErrorCode.UNSUPPORTED_VERSION: "The version of API is not supported.",
-    ErrorCode.TOPIC_ALREADY_EXISTS: "Topic with this name already exists.",
-    ErrorCode.INVALID_PARTITIONS: "Number of partitions is below 1.",
-    ErrorCode.INVALID_REPLICATION_FACTOR: "Replication factor is below 1 or larger than the number of "
-                                          "available brokers.",
-    ErrorCode.INVALID_REPLICA_ASSIGNMENT: "Replica assignment is invalid.",
-    ErrorCode.INVALID_CONFIG: "Configuration is invalid.",
-    ErrorCode.NOT_CONTROLLER: "This is not the correct controller for this cluster.",
-    ErrorCode.INVALID_REQUEST: "This most likely occurs because of a request being malformed by the client "
-                               "library or the message was sent to an incompatible broker. See the broker "
-                               "logs for more details.",
-    ErrorCode.POLICY_VIOLATION: "Request parameters do not satisfy the configured policy.",
-    ErrorCode.REASSIGNMENT_IN_PROGRESS: "A partition reassignment is in progress.",
-    ErrorCode.TOPIC_DELETION_DISABLED: "Topic deletion is disabled.",
-    ErrorCode.THROTTLING_QUOTA_EXCEEDED: "The throttling quota has been exceeded.",
-    ErrorCode.UNKNOWN_TOPIC_ID: "This server does not host this topic ID.",
-    ErrorCode.OFFSET_METADATA_TOO_LARGE: "The metadata field of the offset request was too large.",
-    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: "The coordinator is loading and hence can't process requests.",
-    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
-    ErrorCode.NOT_COORDINATOR: "This is not the correct coordinator.",
-    ErrorCode.ILLEGAL_GENERATION: "Specified group generation id is not valid.",
-    ErrorCode.INCONSISTENT_GROUP_PROTOCOL: "The group member's supported protocols are incompatible with those "
-                                           "of existing members or first group member tried to join with empty "
-                                           "protocol type or empty protocol list.",
-    ErrorCode.INVALID_GROUP_ID: "The configured groupId is invalid.",
-    ErrorCode.UNKNOWN_MEMBER_ID: "The coordinator is not aware of this member.",
-    ErrorCode.REBALANCE_IN_PROGRESS: "The group is rebalancing, so a rejoin is needed.",
-    ErrorCode.INVALID_COMMIT_OFFSET_SIZE: "The committing offset data size is not valid.",
-    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
-    ErrorCode.NON_EMPTY_GROUP: "The group is not empty.",
-    ErrorCode.GROUP_ID_NOT_FOUND: "The group id does not exist.",
-    ErrorCode.FENCED_INSTANCE_ID: "The broker rejected this static consumer since another consumer with the "
-                                  "same group.instance.id has registered with a different member.id.",
-    ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC: "The consumer group is actively subscribed to the topic",
-    ErrorCode.UNSTABLE_OFFSET_COMMIT: "There are unstable offsets that need to be cleared.",
-}
 # A group's coordinator moved, is not elected yet, or is still reading its partition.
 _COORDINATOR_RETRIABLE = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                                     ErrorCode.NOT_COORDINATOR})
@@ -162,7 +115,7 @@ class KafkaAdminError(Exception):
 
     def __init__(self, code: ErrorCode | int, message: str | None = None) -> None:
         self.code = ErrorCode(code)
-        self.message = message if message else _DEFAULT_MESSAGES.get(self.code, self.code.name)
+        self.message = message if message else default_message(self.code)
         super().__init__(self.message)
 
     @property

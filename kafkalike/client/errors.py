@@ -9,7 +9,7 @@ decides on its own (time-outs, sizes, configuration, serialization) has its own 
 from __future__ import annotations
 
 from kafkalike.client.admin import java_exception_name
-from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.errors import ErrorCode, default_message
 
 _ERRORS = "org.apache.kafka.common.errors."
 
@@ -93,39 +93,6 @@ INVALID_METADATA_CODES = frozenset({
     ErrorCode.UNKNOWN_TOPIC_ID,
 })
 
-# Kafka's own text (Errors.java) for the codes a producer meets, used when a broker sends none.
-DEFAULT_MESSAGES = {
-    ErrorCode.UNKNOWN_SERVER_ERROR: "The server experienced an unexpected error when processing the request.",
-    ErrorCode.CORRUPT_MESSAGE: "This message has failed its CRC checksum, exceeds the valid size, has a null "
-                               "key for a compacted topic, or is otherwise corrupt.",
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
-    ErrorCode.LEADER_NOT_AVAILABLE: "There is no leader for this topic-partition as we are in the middle of a "
-                                    "leadership election.",
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: "For requests intended only for the leader, this error indicates that the "
-                                      "broker is not the current leader. For requests intended for any replica, "
-                                      "this error indicates that the broker is not a replica of the topic partition.",
-    ErrorCode.REQUEST_TIMED_OUT: "The request timed out.",
-    ErrorCode.MESSAGE_TOO_LARGE: "The request included a message larger than the max message size the server "
-                                 "will accept.",
-    ErrorCode.NETWORK_EXCEPTION: "The server disconnected before a response was received.",
-    ErrorCode.INVALID_TOPIC_EXCEPTION: "The request attempted to perform an operation on an invalid topic.",
-    ErrorCode.RECORD_LIST_TOO_LARGE: "The request included message batch larger than the configured segment size "
-                                     "on the server.",
-    ErrorCode.NOT_ENOUGH_REPLICAS: "Messages are rejected since there are fewer in-sync replicas than required.",
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: "Messages are written to the log, but to fewer in-sync replicas "
-                                                "than required.",
-    ErrorCode.INVALID_REQUIRED_ACKS: "Produce request specified an invalid value for required acks.",
-    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
-    ErrorCode.INVALID_TIMESTAMP: "The timestamp of the message is out of acceptable range.",
-    ErrorCode.UNSUPPORTED_VERSION: "The version of API is not supported.",
-    ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT: "The message format version on the broker does not support the "
-                                              "request.",
-    ErrorCode.KAFKA_STORAGE_ERROR: "Disk error when trying to access log file on the disk.",
-    ErrorCode.UNSUPPORTED_COMPRESSION_TYPE: "The requesting client does not support the compression type of "
-                                            "given partition.",
-    ErrorCode.INVALID_RECORD: "This record has failed the validation on broker and hence will be rejected.",
-}
-
 
 class BrokerResponseError(KafkaError):
     """A broker answered a request for a partition with an error code."""
@@ -135,7 +102,7 @@ class BrokerResponseError(KafkaError):
             self.code = ErrorCode(code)
         except ValueError:
             self.code = ErrorCode.UNKNOWN_SERVER_ERROR
-        self.message = message or DEFAULT_MESSAGES.get(self.code, self.code.name)
+        self.message = message or default_message(self.code)
         super().__init__(self.message)
 
     @property
@@ -158,15 +125,15 @@ class BrokerResponseError(KafkaError):
 def error_for_code(code: ErrorCode | int, message: str | None = None) -> KafkaError:
     """The exception a user sees for a broker's error code (None is not an error)."""
     if code == ErrorCode.REQUEST_TIMED_OUT:
-        return KafkaTimeoutError(message or DEFAULT_MESSAGES[ErrorCode.REQUEST_TIMED_OUT])
+        return KafkaTimeoutError(message or default_message(ErrorCode.REQUEST_TIMED_OUT))
     if code == ErrorCode.NETWORK_EXCEPTION:
-        return NetworkError(message or DEFAULT_MESSAGES[ErrorCode.NETWORK_EXCEPTION])
+        return NetworkError(message or default_message(ErrorCode.NETWORK_EXCEPTION))
     if code == ErrorCode.MESSAGE_TOO_LARGE:
-        return RecordTooLargeError(message or DEFAULT_MESSAGES[ErrorCode.MESSAGE_TOO_LARGE])
+        return RecordTooLargeError(message or default_message(ErrorCode.MESSAGE_TOO_LARGE))
     if code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
-        return TopicAuthorizationError(message or DEFAULT_MESSAGES[ErrorCode.TOPIC_AUTHORIZATION_FAILED])
+        return TopicAuthorizationError(message or default_message(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
     if code == ErrorCode.INVALID_TOPIC_EXCEPTION:
-        return InvalidTopicError(message or DEFAULT_MESSAGES[ErrorCode.INVALID_TOPIC_EXCEPTION])
+        return InvalidTopicError(message or default_message(ErrorCode.INVALID_TOPIC_EXCEPTION))
     return BrokerResponseError(code, message)
 
 
@@ -177,7 +144,7 @@ def java_view(error: BaseException) -> str:
     return f"{name}: {text}" if text else name
 
 
-__all__ = ["BrokerResponseError", "ConfigError", "DEFAULT_MESSAGES", "INVALID_METADATA_CODES", "IllegalStateError",
+__all__ = ["BrokerResponseError", "ConfigError", "INVALID_METADATA_CODES", "IllegalStateError",
            "InvalidTopicError", "KafkaError", "KafkaTimeoutError", "NetworkError", "RETRIABLE_CODES",
            "RecordTooLargeError", "SerializationError", "TopicAuthorizationError", "UnsupportedFeatureError",
            "error_for_code", "java_view"]
