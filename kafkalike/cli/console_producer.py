@@ -18,17 +18,16 @@ import logging
 import os
 import re
 import sys
-import time
-from dataclasses import dataclass, field
 from typing import BinaryIO, Sequence, TextIO
 
 from kafkalike.properties import load as load_properties
 from kafkalike.client.errors import KafkaError, java_view
 from kafkalike.client.producer import KafkaProducer, ProducerRecord
+from kafkalike.cli import joptions
+from kafkalike.cli.joptions import KAFKA_VERSION, Option, ParsedArgs, UsageError, parse_key_values
 
 DEFAULT_READER = "kafka.tools.ConsoleProducer$LineMessageReader"
 KAFKA_EXCEPTION = "org.apache.kafka.common.KafkaException"
-KAFKA_VERSION = "2.8.0"
 DESCRIPTION = "This tool helps to read data from standard input and publish it to Kafka."
 
 # Our logger names as the Java classes whose log lines they stand for.
@@ -40,16 +39,6 @@ JAVA_LOGGERS = {
     "kafkalike.cli.console_producer": "org.apache.kafka.clients.producer.internals.ErrorLoggingCallback",
 }
 log = logging.getLogger("kafkalike.cli.console_producer")
-
-
-@dataclass(frozen=True)
-class Option:
-    name: str
-    help: str
-    arg: str | None = None           # described-as name; None for flags
-    type_name: str = "String"
-    default: str | None = None
-    optional_arg: bool = False
 
 
 OPTIONS = {o.name: o for o in (
@@ -110,10 +99,6 @@ MERGED_OPTIONS = [
 ]
 
 
-class UsageError(Exception):
-    """Printed, followed by the option table, then exit 1 (CommandLineUtils.printUsageAndDie)."""
-
-
 class JavaException(Exception):
     """A failure Kafka reports with printStackTrace: the class name line, then its cause."""
 
@@ -131,65 +116,8 @@ class JavaException(Exception):
         return "\n".join(lines) + "\n"
 
 
-@dataclass
-class ParsedArgs:
-    values: dict[str, list[str | None]] = field(default_factory=dict)
-
-    def has(self, name: str) -> bool:
-        return name in self.values
-
-    def value(self, name: str) -> str | None:
-        found = self.values.get(name)
-        if found:
-            return found[-1]
-        return OPTIONS[name].default
-
-    def all(self, name: str) -> list[str]:
-        return [v for v in self.values.get(name, []) if v is not None]
-
-
-def _resolve(name: str) -> Option:
-    if name in OPTIONS:
-        return OPTIONS[name]
-    matches = [o for n, o in OPTIONS.items() if n.startswith(name)] if name else []
-    if len(matches) != 1:
-        raise UsageError(f"{name} is not a recognized option")
-    return matches[0]
-
-
 def parse_args(argv: Sequence[str]) -> ParsedArgs:
-    parsed = ParsedArgs()
-    i = 0
-    while i < len(argv):
-        token = argv[i]
-        i += 1
-        if not token.startswith("-") or token == "-":
-            continue
-        if token == "--":
-            break
-        name, sep, inline = token.lstrip("-").partition("=")
-        option = _resolve(name)
-        if option.arg is None:
-            parsed.values.setdefault(option.name, [])
-            continue
-        if sep:
-            value: str | None = inline
-        elif option.optional_arg:
-            value = None
-            if i < len(argv) and not argv[i].startswith("-"):
-                value = argv[i]
-                i += 1
-        else:
-            if i >= len(argv):
-                raise UsageError(f"Option {option.name} requires an argument")
-            value = argv[i]
-            i += 1
-        if option.type_name in ("Integer", "Long") and value is not None:
-            try:
-                int(value)
-            except ValueError:
-                raise UsageError(f"Cannot parse argument '{value}' of option {option.name}") from None
-        parsed.values.setdefault(option.name, []).append(value)
+    parsed = joptions.parse_args(OPTIONS, argv)
     if not parsed.has("bootstrap-server") and not parsed.has("broker-list") and not parsed.has("help") \
             and not parsed.has("version"):
         raise UsageError("Missing required option(s) [bootstrap-server]")
@@ -197,44 +125,7 @@ def parse_args(argv: Sequence[str]) -> ParsedArgs:
 
 
 def format_help() -> str:
-    """jopt-simple's option table (BuiltinHelpFormatter, 80 columns)."""
-    width = 39
-
-    def wrap(text: str, limit: int) -> list[str]:
-        lines, line = [], ""
-        for word in text.split():
-            if line and len(line) + 1 + len(word) > (limit if not lines else limit - 2):
-                lines.append(line)
-                line = ""
-            line = f"{line} {word}" if line else word
-        lines.append(line)
-        return [lines[0]] + ["  " + rest for rest in lines[1:]]
-
-    rows = [("Option", "Description"), ("------", "-----------")]
-    for name in sorted(OPTIONS):
-        o = OPTIONS[name]
-        if o.arg is None:
-            cell = f"--{name}"
-        elif o.optional_arg:
-            cell = f"--{name} [{o.type_name}: {o.arg}]"
-        elif not o.arg:
-            cell = f"--{name} <{o.type_name}>"
-        else:
-            cell = f"--{name} <{o.type_name}: {o.arg}>"
-        text = o.help + (f" (default: {o.default})" if o.default is not None else "")
-        left, right = wrap(cell, width), wrap(text, width)
-        for n in range(max(len(left), len(right))):
-            rows.append((left[n] if n < len(left) else "", right[n] if n < len(right) else ""))
-    return "".join(f"{a.ljust(width)}  {b}".rstrip() + "\n" for a, b in rows)
-
-
-def parse_key_values(items: Sequence[str]) -> dict[str, str]:
-    """CommandLineUtils.parseKeyValueArgs: split on the first '='; a missing value is ''."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, _, value = item.partition("=")
-        out[key] = value
-    return out
+    return joptions.format_help(OPTIONS)
 
 
 def _valid_host_ports(text: str | None) -> bool:
@@ -359,26 +250,8 @@ class LineMessageReader:
 # -- running ---------------------------------------------------------------------------------------
 
 
-class _ToolsLayout(logging.Formatter):
-    """log4j's tools layout: [%d] %p %m (%c)%n, with Java class names for our loggers."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.created)) + f",{int(record.msecs):03d}"
-        level = {"WARNING": "WARN", "CRITICAL": "FATAL"}.get(record.levelname, record.levelname)
-        text = f"[{stamp}] {level} {record.getMessage()} ({JAVA_LOGGERS.get(record.name, record.name)})"
-        if record.exc_info and record.exc_info[1] is not None:
-            text += "\n" + java_view(record.exc_info[1])
-        return text
-
-
 def _setup_logging(err: TextIO) -> logging.Handler:
-    handler = logging.StreamHandler(err)
-    handler.setFormatter(_ToolsLayout())
-    root = logging.getLogger("kafkalike")
-    root.addHandler(handler)
-    root.setLevel(logging.WARNING)
-    root.propagate = False
-    return handler
+    return joptions.setup_tools_logging(err, JAVA_LOGGERS)
 
 
 def producer_props(args: ParsedArgs) -> dict[str, str]:

@@ -254,7 +254,8 @@ def test_reset_table_and_export():
 
 def test_delete_offsets_table_sorts_as_kafka_and_names_undescribable_topics():
     results = {("orders", 10): None, ("orders", 2): "org.apache.kafka.common.errors.GroupSubscribedToTopicException:"
-                                                    " The consumer group is actively subscribed to the topic",
+                                                    " Deleting offsets of a topic is forbidden while the consumer "
+                                                    "group is actively subscribed to it.",
                ("missing", -1): "org.apache.kafka.common.errors.UnknownTopicOrPartitionException: x"}
     lines = delete_offsets_table(results).splitlines()
     assert lines[1] == f"{'TOPIC':<30} {'PARTITION':<15} {'STATUS':<15}"

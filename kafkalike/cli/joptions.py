@@ -1,0 +1,203 @@
+"""The command line layer of the console tools, as jopt-simple and Kafka's CommandLineUtils shape it.
+
+One parser and one help-table formatter for the tools that read their options the way
+Kafka's do (kafka-console-producer, kafka-console-consumer): long options with one or two
+dashes, `--name value` or `--name=value`, unique abbreviations of a long name
+(`--from-beg`), non-option words ignored, `--` ends the options. Presence is kept apart
+from defaults ("given" vs. "has a value"), because Kafka's checks look at
+`options.has(...)` and a default must never count as given. A usage error is reported as
+CommandLineUtils.printUsageAndDie does: the message, then the option table, on stderr,
+exit status 1.
+
+Also here: log4j's tools layout ("[%d] %p %m (%c)%n") with Java logger names, which the
+tools use for their log lines on stderr.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence, TextIO
+
+from kafkalike.client.errors import java_view
+
+KAFKA_VERSION = "2.8.0"
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    help: str
+    arg: str | None = None           # jopt's describedAs; None for a flag, "" for an argument without one
+    type_name: str = "String"
+    default: str | None = None
+    optional_arg: bool = False       # withOptionalArg: the next word is taken only if it is no option
+
+    def __str__(self) -> str:        # how jopt prints an OptionSpec in messages
+        return f"[{self.name}]"
+
+
+def options_table(*options: Option) -> dict[str, Option]:
+    return {o.name: o for o in options}
+
+
+class UsageError(Exception):
+    """Printed, followed by the option table, then exit 1 (CommandLineUtils.printUsageAndDie)."""
+
+
+@dataclass
+class ParsedArgs:
+    """What jopt's OptionSet answers: presence, the values given, and defaults for absent options."""
+
+    options: Mapping[str, Option]
+    values: dict[str, list[str | None]] = field(default_factory=dict)
+
+    def has(self, name: str) -> bool:
+        """Given on the command line (a default does not count)."""
+        return name in self.values
+
+    def value(self, name: str) -> str | None:
+        """The last value given, else the option's default."""
+        found = self.values.get(name)
+        if found:
+            return found[-1]
+        return self.options[name].default
+
+    def all(self, name: str) -> list[str]:
+        return [v for v in self.values.get(name, []) if v is not None]
+
+
+def resolve(options: Mapping[str, Option], name: str) -> Option:
+    """An exact name first, then a unique abbreviation (jopt-simple's AbbreviationMap)."""
+    if name in options:
+        return options[name]
+    matches = [o for n, o in options.items() if n.startswith(name)] if name else []
+    if len(matches) != 1:
+        raise UsageError(f"{name} is not a recognized option")
+    return matches[0]
+
+
+def _java_int(text: str, type_name: str) -> bool:
+    """Integer.valueOf / Long.valueOf: optional sign, digits, and within the type's range."""
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or not body.isascii() or not body.isdigit():
+        return False
+    bits = 31 if type_name == "Integer" else 63
+    return -2**bits <= int(text) < 2**bits
+
+
+def parse_args(options: Mapping[str, Option], argv: Sequence[str]) -> ParsedArgs:
+    parsed = ParsedArgs(options)
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        i += 1
+        if token == "--":
+            break
+        if not token.startswith("-") or token == "-":
+            continue
+        name, sep, inline = token.lstrip("-").partition("=")
+        option = resolve(options, name)
+        if option.arg is None:
+            parsed.values.setdefault(option.name, [])
+            continue
+        if sep:
+            value: str | None = inline
+        elif option.optional_arg:
+            value = None
+            if i < len(argv) and not argv[i].startswith("-"):
+                value = argv[i]
+                i += 1
+        else:
+            if i >= len(argv):
+                raise UsageError(f"Option {option.name} requires an argument")
+            value = argv[i]
+            i += 1
+        if option.type_name in ("Integer", "Long") and value is not None and not _java_int(value, option.type_name):
+            raise UsageError(f"Cannot parse argument '{value}' of option {option.name}")
+        parsed.values.setdefault(option.name, []).append(value)
+    return parsed
+
+
+def format_help(options: Mapping[str, Option]) -> str:
+    """jopt-simple's option table (BuiltinHelpFormatter, 80 columns)."""
+    width = 39
+
+    def wrap(text: str, limit: int) -> list[str]:
+        lines, line = [], ""
+        for word in text.split():
+            if line and len(line) + 1 + len(word) > (limit if not lines else limit - 2):
+                lines.append(line)
+                line = ""
+            line = f"{line} {word}" if line else word
+        lines.append(line)
+        return [lines[0]] + ["  " + rest for rest in lines[1:]]
+
+    rows = [("Option", "Description"), ("------", "-----------")]
+    for name in sorted(options):
+        o = options[name]
+        if o.arg is None:
+            cell = f"--{name}"
+        elif o.optional_arg:
+            cell = f"--{name} [{o.type_name}: {o.arg}]"
+        elif not o.arg:
+            cell = f"--{name} <{o.type_name}>"
+        else:
+            cell = f"--{name} <{o.type_name}: {o.arg}>"
+        text = o.help + (f" (default: {o.default})" if o.default is not None else "")
+        left, right = wrap(cell, width), wrap(text, width)
+        for n in range(max(len(left), len(right))):
+            rows.append((left[n] if n < len(left) else "", right[n] if n < len(right) else ""))
+    return "".join(f"{a.ljust(width)}  {b}".rstrip() + "\n" for a, b in rows)
+
+
+def parse_key_values(items: Sequence[str]) -> dict[str, str]:
+    """CommandLineUtils.parseKeyValueArgs: split on the first '='; a missing value is ''."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        out[key] = value
+    return out
+
+
+# -- the tools' log lines ------------------------------------------------------------------------
+
+
+def log_stamp(created: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(created)) + f",{int(created * 1000) % 1000:03d}"
+
+
+class ToolsLayout(logging.Formatter):
+    """log4j's tools layout: [%d] %p %m (%c)%n, with Java class names for our loggers."""
+
+    def __init__(self, java_loggers: Mapping[str, str]) -> None:
+        super().__init__()
+        self.java_loggers = java_loggers
+
+    def format(self, record: logging.LogRecord) -> str:
+        level = {"WARNING": "WARN", "CRITICAL": "FATAL"}.get(record.levelname, record.levelname)
+        text = (f"[{log_stamp(record.created)}] {level} {record.getMessage()} "
+                f"({self.java_loggers.get(record.name, record.name)})")
+        if record.exc_info and record.exc_info[1] is not None:
+            text += "\n" + java_view(record.exc_info[1])
+        return text
+
+
+def setup_tools_logging(err: TextIO, java_loggers: Mapping[str, str]) -> logging.Handler:
+    """WARN and above of our client's loggers to `err` in the tools layout (tools-log4j.properties)."""
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(ToolsLayout(java_loggers))
+    root = logging.getLogger("kafkalike")
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    root.propagate = False
+    return handler
+
+
+def tools_error_line(message: str, logger: str, trace: str) -> str:
+    """One ERROR line in the tools layout, then the exception's lines, as log4j prints error(msg, e)."""
+    return f"[{log_stamp(time.time())}] ERROR {message} ({logger})\n{trace}\n"
+
+
+__all__ = ["KAFKA_VERSION", "Option", "ParsedArgs", "ToolsLayout", "UsageError", "format_help", "log_stamp",
+           "options_table", "parse_args", "parse_key_values", "resolve", "setup_tools_logging", "tools_error_line"]
