@@ -274,6 +274,13 @@ class KafkaServer:
         if new_topics:
             for topic, props in (await self.zk.get_topic_configs(new_topics)).items():
                 self.set_topic_overrides(topic, props)
+        # New replicas' log dirs and files are made on a thread, not the reactor (many at
+        # once when a topic is created); the controller's next request waits for this one.
+        new_logs = [((topic, s.partition_index), getattr(s, "is_new", False), self.topic_config(topic))
+                    for topic, _, states in groups for s in states
+                    if self.broker_id in s.replicas and (topic, s.partition_index) not in rm.partitions]
+        if new_logs:
+            await threads.deferToThread(self._create_logs, new_logs)
         outcome: dict = {}
         now = self.time_ms()
         leaders = {b.broker_id: (b.host_name, b.port) for b in request.live_leaders}
@@ -313,6 +320,14 @@ class KafkaServer:
                     log.exception("Error handling LeaderAndIsr for %s-%d", *tp)
                     outcome[tp] = ErrorCode.KAFKA_STORAGE_ERROR
         return outcome
+
+    def _create_logs(self, items) -> None:
+        """Runs on a thread. A failure is left for the reactor's own attempt to report."""
+        for tp, is_new, config in items:
+            try:
+                self.log_manager.get_or_create_log(tp, config, is_new=is_new)
+            except Exception:
+                log.debug("Creating the log of %s-%d failed on the first attempt", *tp, exc_info=True)
 
     def _follow(self, tp, state, leaders: dict) -> None:
         """Fetch from the new leader, found in the request's live leaders or our metadata."""
