@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from typing import Sequence, TextIO
 
-from kafkalike.cli import topics_options
-from kafkalike.cli.topics_options import JavaError, UsageError
+from kafkalike.cli import joptions
+from kafkalike.cli.joptions import Dialect, Option, ParsedArgs, UsageError
+from kafkalike.cli.topics_options import JavaError
 
-JOPT = "joptsimple."
 NL = os.linesep
 
 HELP_MESSAGE = ("This tool helps to list all consumer groups, describe a consumer group, delete consumer group "
@@ -31,22 +30,11 @@ NO_EXECUTE_WARNING = ("WARN: No action will be performed as the --execute option
                       "are scripting this command and want to keep the current default behavior without prompting.")
 
 
-@dataclass(frozen=True)
-class Option:
-    name: str
-    help: str
-    arg: str | None = None            # describedAs; "" for an argument without a description
-    type_name: str = "String"
-    optional_arg: bool = False        # withOptionalArg: the next token is taken only if it is no option
-    default: str | None = None
-    available_if: tuple[str, ...] = ()
-
-    @property
-    def takes_arg(self) -> bool:
-        return self.arg is not None
-
-    def __str__(self) -> str:         # how jopt prints an OptionSpec in messages
-        return f"[{self.name}]"
+# ConsumerGroupCommandOptions calls parser.parse directly, as kafka-topics does; what differs
+# is an optional argument's look-ahead (only a recognized option stops it), single values
+# asked for with valueOf, an unpadded help whose descriptions keep their line breaks.
+DIALECT = Dialect(error=JavaError, convert_at_parse=False, flag_values=False, optional_arg_yields_to="option",
+                  single_value=True, help_paragraphs=True)
 
 
 OPTIONS = {o.name: o for o in (
@@ -121,43 +109,6 @@ RESET_SCENARIOS = ("to-offset", "shift-by", "to-datetime", "by-duration", "to-ea
 DESCRIBE_VIEWS = ("members", "offsets", "state")
 
 
-def _resolve(name: str) -> Option:
-    """Exact names first, then a unique abbreviation (jopt-simple's AbbreviationMap)."""
-    if name in OPTIONS:
-        return OPTIONS[name]
-    matches = [o for n, o in OPTIONS.items() if n.startswith(name)] if name else []
-    if len(matches) != 1:
-        raise JavaError(JOPT + "UnrecognizedOptionException", f"{name} is not a recognized option")
-    return matches[0]
-
-
-def _option_like(token: str) -> bool:
-    if not token.startswith("-") or token in ("-", "--"):
-        return False
-    try:
-        _resolve(token.lstrip("-").partition("=")[0])
-    except JavaError:
-        return False
-    return True
-
-
-class ParsedArgs(topics_options.ParsedArgs):
-    """jopt's OptionSet (shared with kafka-topics), plus Long options with defaults."""
-
-    def long_value(self, name: str) -> int | None:
-        """valueOf for a Long option: its default when absent, jopt's error when malformed."""
-        text = self.value(name)
-        if text is None:
-            text = OPTIONS[name].default
-            if text is None:
-                return None
-        number = java_long(text)
-        if number is None:
-            raise JavaError(JOPT + "OptionArgumentConversionException",
-                            f"Cannot parse argument '{text}' of option {name}")
-        return number
-
-
 def java_long(text: str) -> int | None:
     """Long.valueOf: an optional sign, decimal digits, and within 64 bits."""
     if not re.fullmatch(r"[+-]?[0-9]+", text):
@@ -168,72 +119,12 @@ def java_long(text: str) -> int | None:
 
 def parse_args(argv: Sequence[str]) -> ParsedArgs:
     """Read the command line; jopt's parse errors (and unavailable options) raise JavaError."""
-    parsed = ParsedArgs(list(argv))
-    tokens = list(argv)
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        i += 1
-        if token == "--":
-            break
-        if not token.startswith("-") or token == "-":
-            continue
-        name, sep, inline = token.lstrip("-").partition("=")
-        option = _resolve(name)
-        values = parsed.values.setdefault(option.name, [])
-        if not option.takes_arg:
-            if sep:
-                raise JavaError(JOPT + "UnrecognizedOptionException", f"{token} is not a recognized option")
-            continue
-        if sep:
-            values.append(inline)
-        elif option.optional_arg:
-            if i < len(tokens) and not _option_like(tokens[i]):
-                values.append(tokens[i])
-                i += 1
-        elif i < len(tokens):
-            values.append(tokens[i])
-            i += 1
-        else:
-            raise JavaError(JOPT + "OptionMissingRequiredArgumentException",
-                            f"Option {option.name} requires an argument")
-    unavailable = [o for o in parsed.values
-                   if OPTIONS[o].available_if and not any(parsed.has(a) for a in OPTIONS[o].available_if)]
-    if unavailable:
-        raise JavaError(JOPT + "UnavailableOptionException",
-                        f"Option(s) [{', '.join(unavailable)}] are unavailable given other options on the "
-                        "command line")
-    return parsed
+    return joptions.parse_args(OPTIONS, argv, DIALECT)
 
 
 def format_help() -> str:
     """The option table jopt-simple's BuiltinHelpFormatter prints (80 columns)."""
-    width = 39
-
-    def wrap(text: str, limit: int) -> list[str]:
-        lines: list[str] = []
-        for paragraph in text.split(NL):
-            line, room = "", limit if not lines else limit - 2
-            for word in paragraph.split():
-                if line and len(line) + 1 + len(word) > room:
-                    lines.append(line)
-                    line, room = "", limit - 2
-                line = f"{line} {word}" if line else word
-            lines.append(line)
-        return [lines[0]] + ["  " + line for line in lines[1:]]
-
-    rows = [("Option", "Description"), ("------", "-----------")]
-    for name in sorted(OPTIONS):
-        option = OPTIONS[name]
-        cell = f"--{name}"
-        if option.takes_arg:
-            described = f"{option.type_name}: {option.arg}" if option.arg else option.type_name
-            cell += f" [{described}]" if option.optional_arg else f" <{described}>"
-        text = option.help + (f" (default: {option.default})" if option.default is not None else "")
-        left, right = wrap(cell, width), wrap(text, width)
-        for n in range(max(len(left), len(right))):
-            rows.append((left[n] if n < len(left) else "", right[n] if n < len(right) else ""))
-    return "".join(f"{a.ljust(width)}  {b}".rstrip() + "\n" for a, b in rows)
+    return joptions.format_help(OPTIONS, DIALECT)
 
 
 def _names(names: Sequence[str]) -> str:

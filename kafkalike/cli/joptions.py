@@ -1,13 +1,15 @@
 """The command line layer of the console tools, as jopt-simple and Kafka's CommandLineUtils shape it.
 
-One parser and one help-table formatter for the tools that read their options the way
-Kafka's do (kafka-console-producer, kafka-console-consumer): long options with one or two
-dashes, `--name value` or `--name=value`, unique abbreviations of a long name
-(`--from-beg`), non-option words ignored, `--` ends the options. Presence is kept apart
-from defaults ("given" vs. "has a value"), because Kafka's checks look at
-`options.has(...)` and a default must never count as given. A usage error is reported as
-CommandLineUtils.printUsageAndDie does: the message, then the option table, on stderr,
-exit status 1.
+The one parser and help-table formatter of the tools that read their options the way
+Kafka's do (kafka-console-producer, kafka-console-consumer, kafka-topics,
+kafka-consumer-groups): long options with one or two dashes, `--name value` or
+`--name=value`, unique abbreviations of a long name (`--from-beg`), non-option words
+ignored, `--` ends the options. Presence is kept apart from defaults ("given" vs. "has a
+value"), because Kafka's checks look at `options.has(...)` and a default must never count
+as given. Where the tools differ (how a jopt error surfaces, when numbers are checked, the
+help table's padding, ...) a tool passes its Dialect; the default is the console tools':
+a usage error is reported as CommandLineUtils.printUsageAndDie does: the message, then the
+option table, on stderr, exit status 1.
 
 Also here: log4j's tools layout ("[%d] %p %m (%c)%n") with Java logger names, which the
 tools use for their log lines on stderr.
@@ -15,9 +17,10 @@ tools use for their log lines on stderr.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence, TextIO
+from typing import Callable, Mapping, Sequence, TextIO
 
 from kafkalike.client.errors import java_view
 
@@ -31,7 +34,8 @@ class Option:
     arg: str | None = None           # jopt's describedAs; None for a flag, "" for an argument without one
     type_name: str = "String"
     default: str | None = None
-    optional_arg: bool = False       # withOptionalArg: the next word is taken only if it is no option
+    optional_arg: bool = False       # withOptionalArg: the next word may be taken as its value (Dialect)
+    available_if: tuple[str, ...] = ()   # jopt's availableIf: usable only next to one of these
 
     def __str__(self) -> str:        # how jopt prints an OptionSpec in messages
         return f"[{self.name}]"
@@ -45,35 +49,85 @@ class UsageError(Exception):
     """Printed, followed by the option table, then exit 1 (CommandLineUtils.printUsageAndDie)."""
 
 
+def _usage_error(java_class: str, message: str) -> Exception:
+    return UsageError(message)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """Where the Kafka 2.8 tools' command lines differ, given once per tool.
+
+    The defaults are the console tools': they parse through CommandLineUtils.tryParse, so a
+    jopt OptionException becomes a usage error, and their numbers are checked as the line is
+    read. kafka-topics and kafka-consumer-groups call parser.parse directly: jopt's exception
+    escapes (`error` builds it from jopt's class name and message) and numbers are converted
+    only when a command asks for them.
+    """
+
+    error: Callable[[str, str], Exception] = _usage_error
+    convert_at_parse: bool = True        # Integer/Long values checked while parsing (else by number())
+    flag_values: bool = True             # `--flag=x` accepted (x ignored); else jopt's unrecognized option
+    optional_arg_yields_to: str = "dash"  # an optional value is not taken if the next word starts with
+    #                                       "-" ("dash") / is a recognized option ("option")
+    single_value: bool = False           # value() of an option given twice: jopt's "multiple arguments" error
+    #                                       (else the last one)
+    padded_help: bool = False            # help rows padded to the full width, trailing spaces kept
+    help_paragraphs: bool = False        # a line separator in a description starts a new line in the help
+
+
+CONSOLE = Dialect()
+JOPT = "joptsimple."
+
+
 @dataclass
 class ParsedArgs:
     """What jopt's OptionSet answers: presence, the values given, and defaults for absent options."""
 
     options: Mapping[str, Option]
     values: dict[str, list[str | None]] = field(default_factory=dict)
+    argv: list[str] = field(default_factory=list)
+    dialect: Dialect = CONSOLE
 
     def has(self, name: str) -> bool:
         """Given on the command line (a default does not count)."""
         return name in self.values
 
     def value(self, name: str) -> str | None:
-        """The last value given, else the option's default."""
+        """The last value given (the only one, in a single_value dialect), else the option's default."""
         found = self.values.get(name)
+        if self.dialect.single_value and found:
+            found = [v for v in found if v is not None]
+            if len(found) > 1:
+                raise self.dialect.error(JOPT + "MultipleArgumentsForOptionException",
+                                         f"Found multiple arguments for option {name}, but you asked for only one")
         if found:
             return found[-1]
-        return self.options[name].default
+        option = self.options.get(name)
+        return option.default if option is not None else None
 
     def all(self, name: str) -> list[str]:
         return [v for v in self.values.get(name, []) if v is not None]
 
+    def number(self, name: str) -> int | None:
+        """valueOf of an Integer/Long option: its value or default, jopt's error when malformed."""
+        text = self.value(name)
+        if text is None:
+            return None
+        if not _java_int(text, self.options[name].type_name):
+            raise self.dialect.error(JOPT + "OptionArgumentConversionException",
+                                     f"Cannot parse argument '{text}' of option {name}")
+        return int(text)
 
-def resolve(options: Mapping[str, Option], name: str) -> Option:
+    int_value = long_value = number
+
+
+def resolve(options: Mapping[str, Option], name: str, dialect: Dialect = CONSOLE) -> Option:
     """An exact name first, then a unique abbreviation (jopt-simple's AbbreviationMap)."""
     if name in options:
         return options[name]
     matches = [o for n, o in options.items() if n.startswith(name)] if name else []
     if len(matches) != 1:
-        raise UsageError(f"{name} is not a recognized option")
+        raise dialect.error(JOPT + "UnrecognizedOptionException", f"{name} is not a recognized option")
     return matches[0]
 
 
@@ -86,8 +140,18 @@ def _java_int(text: str, type_name: str) -> bool:
     return -2**bits <= int(text) < 2**bits
 
 
-def parse_args(options: Mapping[str, Option], argv: Sequence[str]) -> ParsedArgs:
-    parsed = ParsedArgs(options)
+def _takes_optional(options: Mapping[str, Option], word: str, dialect: Dialect) -> bool:
+    """Whether the word after an option with an optional argument is that argument."""
+    if dialect.optional_arg_yields_to == "dash":
+        return not word.startswith("-")
+    if not word.startswith("-") or word in ("-", "--"):
+        return True
+    name = word.lstrip("-").partition("=")[0]
+    return name not in options and len([n for n in options if n.startswith(name)] if name else []) != 1
+
+
+def parse_args(options: Mapping[str, Option], argv: Sequence[str], dialect: Dialect = CONSOLE) -> ParsedArgs:
+    parsed = ParsedArgs(options, argv=list(argv), dialect=dialect)
     i = 0
     while i < len(argv):
         token = argv[i]
@@ -97,57 +161,68 @@ def parse_args(options: Mapping[str, Option], argv: Sequence[str]) -> ParsedArgs
         if not token.startswith("-") or token == "-":
             continue
         name, sep, inline = token.lstrip("-").partition("=")
-        option = resolve(options, name)
+        option = resolve(options, name, dialect)
         if option.arg is None:
+            if sep and not dialect.flag_values:
+                raise dialect.error(JOPT + "UnrecognizedOptionException", f"{token} is not a recognized option")
             parsed.values.setdefault(option.name, [])
             continue
         if sep:
             value: str | None = inline
         elif option.optional_arg:
             value = None
-            if i < len(argv) and not argv[i].startswith("-"):
+            if i < len(argv) and _takes_optional(options, argv[i], dialect):
                 value = argv[i]
                 i += 1
         else:
             if i >= len(argv):
-                raise UsageError(f"Option {option.name} requires an argument")
+                raise dialect.error(JOPT + "OptionMissingRequiredArgumentException",
+                                    f"Option {option.name} requires an argument")
             value = argv[i]
             i += 1
-        if option.type_name in ("Integer", "Long") and value is not None and not _java_int(value, option.type_name):
-            raise UsageError(f"Cannot parse argument '{value}' of option {option.name}")
+        if (dialect.convert_at_parse and option.type_name in ("Integer", "Long") and value is not None
+                and not _java_int(value, option.type_name)):
+            raise dialect.error(JOPT + "OptionArgumentConversionException",
+                                f"Cannot parse argument '{value}' of option {option.name}")
         parsed.values.setdefault(option.name, []).append(value)
+    unavailable = [n for n in parsed.values
+                   if options[n].available_if and not any(parsed.has(a) for a in options[n].available_if)]
+    if unavailable:
+        raise dialect.error(JOPT + "UnavailableOptionException",
+                            f"Option(s) [{', '.join(unavailable)}] are unavailable given other options on the "
+                            "command line")
     return parsed
 
 
-def format_help(options: Mapping[str, Option]) -> str:
+def format_help(options: Mapping[str, Option], dialect: Dialect = CONSOLE) -> str:
     """jopt-simple's option table (BuiltinHelpFormatter, 80 columns)."""
     width = 39
 
     def wrap(text: str, limit: int) -> list[str]:
-        lines, line = [], ""
-        for word in text.split():
-            if line and len(line) + 1 + len(word) > (limit if not lines else limit - 2):
-                lines.append(line)
-                line = ""
-            line = f"{line} {word}" if line else word
-        lines.append(line)
+        lines: list[str] = []
+        for paragraph in text.split(os.linesep) if dialect.help_paragraphs else [text]:
+            line = ""
+            for word in paragraph.split():
+                if line and len(line) + 1 + len(word) > (limit if not lines else limit - 2):
+                    lines.append(line)
+                    line = ""
+                line = f"{line} {word}" if line else word
+            lines.append(line)
         return [lines[0]] + ["  " + rest for rest in lines[1:]]
 
     rows = [("Option", "Description"), ("------", "-----------")]
     for name in sorted(options):
         o = options[name]
-        if o.arg is None:
-            cell = f"--{name}"
-        elif o.optional_arg:
-            cell = f"--{name} [{o.type_name}: {o.arg}]"
-        elif not o.arg:
-            cell = f"--{name} <{o.type_name}>"
-        else:
-            cell = f"--{name} <{o.type_name}: {o.arg}>"
+        cell = f"--{name}"
+        if o.arg is not None:
+            described = f"{o.type_name}: {o.arg}" if o.arg else o.type_name
+            cell += f" [{described}]" if o.optional_arg else f" <{described}>"
         text = o.help + (f" (default: {o.default})" if o.default is not None else "")
         left, right = wrap(cell, width), wrap(text, width)
         for n in range(max(len(left), len(right))):
             rows.append((left[n] if n < len(left) else "", right[n] if n < len(right) else ""))
+    if dialect.padded_help:
+        return "".join(f"{a.ljust(width)}  {b.ljust(width)}\n" for a, b in rows)
     return "".join(f"{a.ljust(width)}  {b}".rstrip() + "\n" for a, b in rows)
 
 
@@ -199,5 +274,5 @@ def tools_error_line(message: str, logger: str, trace: str) -> str:
     return f"[{log_stamp(time.time())}] ERROR {message} ({logger})\n{trace}\n"
 
 
-__all__ = ["KAFKA_VERSION", "Option", "ParsedArgs", "ToolsLayout", "UsageError", "format_help", "log_stamp",
+__all__ = ["CONSOLE", "Dialect", "KAFKA_VERSION", "Option", "ParsedArgs", "ToolsLayout", "UsageError", "format_help", "log_stamp",
            "options_table", "parse_args", "parse_key_values", "resolve", "setup_tools_logging", "tools_error_line"]

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence, TextIO
 
+from kafkalike.cli import joptions
+from kafkalike.cli.joptions import Dialect, Option, ParsedArgs, UsageError
 from kafkalike.client.admin import INTERNAL_TOPICS
 from kafkalike.storage.config import CONFIG_KEYS, KEYS_BY_NAME, LogConfig
 
@@ -35,27 +37,16 @@ class JavaError(Exception):
         self.cause = cause
 
 
-class UsageError(Exception):
-    """CommandLineUtils.printUsageAndDie: the message and the help on stderr, exit 1."""
-
-
 class VersionRequested(Exception):
     """--version: print Kafka's version and exit 0, whatever else was asked."""
 
 
-# -- options, parsed the way jopt-simple parses them -------------------------------------
+# -- options, parsed by joptions the way jopt-simple parses them ---------------------------
 
-
-@dataclass(frozen=True)
-class Option:
-    name: str
-    help: str
-    arg: str | None = None          # jopt's describedAs; None for a flag
-    type_name: str = "String"
-
-    def __str__(self) -> str:       # how jopt prints an OptionSpec in messages
-        return f"[{self.name}]"
-
+# TopicCommandOptions calls parser.parse directly: jopt's exceptions escape (the JVM prints
+# them), values are converted when used, `--flag=x` is refused, valueOf wants one value.
+DIALECT = Dialect(error=JavaError, convert_at_parse=False, flag_values=False, single_value=True,
+                  padded_help=True)
 
 _NL = os.linesep
 OPTIONS = {o.name: o for o in (
@@ -115,100 +106,14 @@ REPORTS = ("under-replicated-partitions", "under-min-isr-partitions", "at-min-is
            "unavailable-partitions")
 
 
-def _resolve(name: str) -> Option:
-    """Exact names first, then a unique abbreviation, as jopt-simple's AbbreviationMap."""
-    if name in OPTIONS:
-        return OPTIONS[name]
-    matches = [o for n, o in OPTIONS.items() if n.startswith(name)] if name else []
-    if len(matches) != 1:
-        raise JavaError("joptsimple.UnrecognizedOptionException", f"{name} is not a recognized option")
-    return matches[0]
-
-
-@dataclass
-class ParsedArgs:
-    """What jopt's OptionSet answers: presence, raw values, and values converted on request."""
-
-    argv: list[str]
-    values: dict[str, list[str]] = field(default_factory=dict)
-
-    def has(self, name: str) -> bool:
-        return name in self.values
-
-    def all(self, name: str) -> list[str]:
-        return list(self.values.get(name, []))
-
-    def value(self, name: str) -> str | None:
-        found = self.values.get(name)
-        if not found:
-            return None
-        if len(found) > 1:
-            raise JavaError("joptsimple.MultipleArgumentsForOptionException",
-                            f"Found multiple arguments for option {name}, but you asked for only one")
-        return found[0]
-
-    def int_value(self, name: str) -> int | None:
-        text = self.value(name)
-        if text is None:
-            return None
-        number = java_int(text)
-        if number is None:
-            raise JavaError("joptsimple.OptionArgumentConversionException",
-                            f"Cannot parse argument '{text}' of option {name}")
-        return number
-
-
 def parse_args(argv: Sequence[str]) -> ParsedArgs:
     """Long options with one or two dashes, `--name=value`, abbreviations; the rest is ignored."""
-    parsed = ParsedArgs(list(argv))
-    tokens = list(argv)
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        i += 1
-        if token == "--":
-            break
-        if not token.startswith("-") or token == "-":
-            continue
-        name, sep, inline = token.lstrip("-").partition("=")
-        option = _resolve(name)
-        if option.arg is None:
-            if sep:
-                raise JavaError("joptsimple.UnrecognizedOptionException", f"{token} is not a recognized option")
-            parsed.values.setdefault(option.name, [])
-            continue
-        if not sep:
-            if i >= len(tokens):
-                raise JavaError("joptsimple.OptionMissingRequiredArgumentException",
-                                f"Option {option.name} requires an argument")
-            inline = tokens[i]
-            i += 1
-        parsed.values.setdefault(option.name, []).append(inline)
-    return parsed
+    return joptions.parse_args(OPTIONS, argv, DIALECT)
 
 
 def format_help() -> str:
     """The option table jopt-simple's BuiltinHelpFormatter prints (80 columns)."""
-    width = 39
-
-    def wrap(text: str, first: int, rest: int) -> list[str]:
-        lines, line, limit = [], "", first
-        for word in text.split():
-            if line and len(line) + 1 + len(word) > limit:
-                lines.append(line)
-                line, limit = "", rest
-            line = f"{line} {word}" if line else word
-        lines.append(line)
-        return [lines[0]] + ["  " + line for line in lines[1:]]
-
-    rows = [("Option", "Description"), ("------", "-----------")]
-    for name in sorted(OPTIONS):
-        option = OPTIONS[name]
-        cell = f"--{name}" if option.arg is None else f"--{name} <{option.type_name}: {option.arg}>"
-        left, right = wrap(cell, width, width - 2), wrap(option.help, width, width - 2)
-        for n in range(max(len(left), len(right))):
-            rows.append((left[n] if n < len(left) else "", right[n] if n < len(right) else ""))
-    return "".join(f"{a.ljust(width)}  {b.ljust(width)}\n" for a, b in rows)
+    return joptions.format_help(OPTIONS, DIALECT)
 
 
 def check_args(args: ParsedArgs) -> None:
@@ -353,8 +258,8 @@ class TopicRequest:
     @classmethod
     def from_args(cls, args: ParsedArgs, out: TextIO) -> TopicRequest:
         name = args.value("topic")
-        partitions = args.int_value("partitions")
-        replication_factor = args.int_value("replication-factor")
+        partitions = args.number("partitions")
+        replication_factor = args.number("replication-factor")
         text = args.value("replica-assignment")
         assignment = parse_replica_assignment(text) if text else None
         return cls(name, partitions, replication_factor, assignment, parse_topic_configs(args, out),
