@@ -26,8 +26,9 @@ from kafkalike.cli.leader_election import (
 )
 from kafkalike.client.admin import AdminClient, KafkaAdminError
 from kafkalike.protocol.errors import ErrorCode
+from kafkalike.zkdata.topic_znodes import TopicPartition
+from kafkalike.zkdata.znodes import PreferredReplicaElectionZNode
 
-PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"
 DEPRECATION = "This tool is deprecated. Please use kafka-leader-election tool. Tracking issue at: TBD\n"
 HELP = """This tool helps to causes leadership for each partition to be transferred back to the 'preferred replica', it can be used to balance leadership among the servers.
 Option                                  Description
@@ -105,13 +106,12 @@ def elect_through_zookeeper(zk_connect: str, partitions: list[tuple[str, int]] |
         else:
             valid = [tp for tp in partitions if tp in existing]
             invalid = [tp for tp in partitions if tp not in existing]
-        data = {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in valid]}
+        znode = PreferredReplicaElectionZNode
         try:
-            zk.create(PREFERRED_REPLICA_ELECTION_PATH, json.dumps(data, separators=(",", ":")).encode(),
-                      makepath=True)
+            zk.create(znode.PATH, znode.encode(TopicPartition(t, p) for t, p in valid), makepath=True)
         except NodeExistsError:
-            raw, _ = zk.get(PREFERRED_REPLICA_ELECTION_PATH)
-            running = [f"{p['topic']}-{p['partition']}" for p in json.loads(raw or b"{}").get("partitions", [])]
+            raw, _ = zk.get(znode.PATH)
+            running = [f"{tp.topic}-{tp.partition}" for tp in znode.decode(raw)]
             raise JavaError(ADMIN_COMMAND_FAILED, "Admin command failed", JavaError(
                 ADMIN_OPERATION, f"Preferred replica leader election currently in progress for "
                                  f"{','.join(running)}. Aborting operation")) from None
