@@ -459,3 +459,24 @@ def test_a_static_member_replaced_by_another_with_its_instance_id_is_fenced(brok
     finally:
         first.close()
         second.close()
+
+
+def test_a_batch_over_the_fetch_limits_is_still_returned_and_a_seek_may_land_inside_one(broker):
+    """KIP-74: a record batch bigger than max.partition.fetch.bytes and fetch.max.bytes still
+    comes back (or the consumer would be stuck); a position inside a compressed batch
+    yields the records from there on, not the whole batch."""
+    topic = new_topic(broker.bootstrap, 1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "compression.type": "gzip", "linger.ms": 50,
+                         "batch.size": 1_000_000})
+    for i in range(100):
+        producer.produce(topic, value=b"%03d" % i + random.Random(i).randbytes(997), partition=0)  # incompressible
+    producer.flush(10)
+    tp = TopicPartition(topic, 0)
+    with KafkaConsumer({"bootstrap.servers": broker.bootstrap, "auto.offset.reset": "earliest",
+                        "max.partition.fetch.bytes": 1024, "fetch.max.bytes": 1024}) as consumer:
+        consumer.assign([tp])
+        got = consume_all(consumer, 100)
+        assert [r.value[:3] for r in got] == [b"%03d" % i for i in range(100)]
+        consumer.seek(tp, 57)
+        got = consume_all(consumer, 43)
+        assert [r.offset for r in got] == list(range(57, 100))
