@@ -117,20 +117,8 @@ class Uncaught(Exception):
                 "\tat kafka.tools.ConsoleConsumer$ConsumerConfig.<init>(ConsoleConsumer.scala)\n")
 
 
-class SetupError(Exception):
+class SetupError(joptions.JavaException):
     """Thrown inside ConsoleConsumer.run: logged as "Unknown error when running consumer", exit 1."""
-
-    def __init__(self, java_class: str, message: str, cause: BaseException | None = None) -> None:
-        super().__init__(message)
-        self.java_class = java_class
-        self.message = message
-        self.cause = cause
-
-    def trace(self) -> str:
-        lines = [f"{self.java_class}: {self.message}" if self.message else self.java_class]
-        if self.cause is not None:
-            lines.append("Caused by: " + java_view(self.cause))
-        return "\n".join(lines)
 
 
 def _arg_bytes(text: str) -> bytes:

@@ -24,7 +24,7 @@ from kafkalike.properties import load as load_properties
 from kafkalike.client.errors import KafkaError, java_view
 from kafkalike.client.producer import KafkaProducer, ProducerRecord
 from kafkalike.cli import joptions
-from kafkalike.cli.joptions import KAFKA_VERSION, Option, ParsedArgs, UsageError, parse_key_values
+from kafkalike.cli.joptions import KAFKA_VERSION, JavaException, Option, ParsedArgs, UsageError, parse_key_values
 
 DEFAULT_READER = "kafka.tools.ConsoleProducer$LineMessageReader"
 KAFKA_EXCEPTION = "org.apache.kafka.common.KafkaException"
@@ -97,23 +97,6 @@ MERGED_OPTIONS = [
     ("batch.size", "max-partition-memory-bytes"), ("metadata.max.age.ms", "metadata-expiry-ms"),
     ("max.block.ms", "max-block-ms"),
 ]
-
-
-class JavaException(Exception):
-    """A failure Kafka reports with printStackTrace: the class name line, then its cause."""
-
-    def __init__(self, java_class: str, message: str, cause: BaseException | None = None) -> None:
-        super().__init__(message)
-        self.java_class = java_class
-        self.message = message
-        self.cause = cause
-
-    def trace(self) -> str:
-        lines = [f"{self.java_class}: {self.message}" if self.message else self.java_class,
-                 "\tat kafka.tools.ConsoleProducer$.main(ConsoleProducer.scala)"]
-        if self.cause is not None:
-            lines.append("Caused by: " + java_view(self.cause))
-        return "\n".join(lines) + "\n"
 
 
 def parse_args(argv: Sequence[str]) -> ParsedArgs:
@@ -322,7 +305,7 @@ def run(argv: Sequence[str], stdin: BinaryIO, out: TextIO, err: TextIO, interact
                 break
             _send(producer, record, sync)
     except JavaException as error:
-        err.write(error.trace())
+        err.write(error.trace("kafka.tools.ConsoleProducer$.main(ConsoleProducer.scala)") + "\n")
         err.flush()
         return 1
     except KeyboardInterrupt:

@@ -45,6 +45,25 @@ def options_table(*options: Option) -> dict[str, Option]:
     return {o.name: o for o in options}
 
 
+class JavaException(Exception):
+    """A failure a Kafka tool reports as a Java exception: its class and message, where it
+    was thrown (optional), then its cause."""
+
+    def __init__(self, java_class: str, message: str, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.java_class = java_class
+        self.message = message
+        self.cause = cause
+
+    def trace(self, at: str | None = None) -> str:
+        lines = [f"{self.java_class}: {self.message}" if self.message else self.java_class]
+        if at is not None:
+            lines.append(f"\tat {at}")
+        if self.cause is not None:
+            lines.append("Caused by: " + java_view(self.cause))
+        return "\n".join(lines)
+
+
 class UsageError(Exception):
     """Printed, followed by the option table, then exit 1 (CommandLineUtils.printUsageAndDie)."""
 
