@@ -204,27 +204,39 @@ class ReplicaManager:
     # -- fetch --------------------------------------------------------------------------
 
     def fetch(self, params: FetchParams, known_topic) -> defer.Deferred | dict:
-        if params.replica_id >= 0:
-            self._record_follower_positions(params)
         results = self.read(params, known_topic)
+        if params.replica_id >= 0:
+            self._record_follower_positions(params, results)
         total = sum(len(r.records) for r in results.values() if r.records)
-        errors = any(r.error != ErrorCode.NONE for r in results.values())
-        if params.max_wait_ms <= 0 or total >= params.min_bytes or errors or not params.partitions:
+        answer_now = any(r.error != ErrorCode.NONE or r.diverging is not None for r in results.values())
+        if params.max_wait_ms <= 0 or total >= params.min_bytes or answer_now or not params.partitions:
             return results
         op = DelayedFetch(self, params, total)
         d = self.fetch_purgatory.try_complete_else_watch(op, list(params.partitions))
         return d
 
-    def _record_follower_positions(self, params: FetchParams) -> None:
+    def _record_follower_positions(self, params: FetchParams, results: dict[TopicPartition, "FetchResult"]) -> None:
+        """A follower's fetch offset is its log end, but only where the read succeeded.
+
+        As Kafka 2.8 does, a partition whose read failed or found a diverging epoch
+        keeps the follower's old position: that offset is the end of a log the leader
+        does not share, and counting it would admit the follower to the ISR before it
+        truncates (acknowledged records would then be lost if it were elected).
+        """
         now = self.time_ms()
         for tp, spec in params.partitions.items():
+            result = results[tp]
+            if result.error != ErrorCode.NONE or result.diverging is not None:
+                continue
             part = self.partitions.get(tp)
-            if part is not None and part.is_leader:
-                if part.update_follower_position(params.replica_id, spec.fetch_offset, now):
-                    self.on_high_watermark_moved(tp)
-                candidates = part.expansion_candidates()
-                if candidates and self.alter_isr is not None:
-                    self.alter_isr.submit(part, part.isr + candidates)
+            if part is None or not part.is_leader:
+                continue
+            if part.update_follower_position(params.replica_id, spec.fetch_offset, now):
+                self.on_high_watermark_moved(tp)
+                result.high_watermark = part.high_watermark
+            candidates = part.expansion_candidates()
+            if candidates and self.alter_isr is not None:
+                self.alter_isr.submit(part, part.isr + candidates)
 
     def shrink_isrs(self) -> None:
         """Drop followers that fell behind for replica.lag.time.max.ms (periodic)."""
