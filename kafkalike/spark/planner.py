@@ -1,0 +1,169 @@
+"""The driver's half of a Kafka read: which partitions, which offsets, how many tasks.
+
+Planning asks the cluster for metadata and ListOffsets and nothing else (no group, no
+records), and yields plain OffsetRange values. Each range is one Spark task reading
+[start, end) of one topic-partition, so a failed task re-runs the same range and two
+tasks never read the same record.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from kafkalike.client.admin import AdminClient, OffsetSpec
+from kafkalike.spark.options import (EARLIEST, LATEST, KafkaOptionError, OffsetLimit, SourceOptions, Subscription,
+                                     TopicPartition)
+
+log = logging.getLogger("kafkalike.spark")
+
+# Spark's consumers on the driver and executors set these; a user's kafka.* option may not.
+ADMIN_KEYS = ("bootstrap.servers", "client.id", "request.timeout.ms", "default.api.timeout.ms",
+              "retry.backoff.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms", "metadata.max.age.ms",
+              "socket.connection.setup.timeout.ms", "security.protocol")
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    """Records [start, end) of one topic-partition: the unit of work of one task."""
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+    @property
+    def tp(self) -> TopicPartition:
+        return (self.topic, self.partition)
+
+
+def admin_client(client_config: Mapping[str, str]) -> AdminClient:
+    """An admin client from the connection settings among the source's kafka.* options."""
+    wanted = {k: v for k, v in client_config.items() if k.lower() in ADMIN_KEYS}
+    return AdminClient(wanted)
+
+
+def resolve_partitions(admin: AdminClient, subscription: Subscription) -> list[TopicPartition]:
+    """The topic-partitions a subscription names now, sorted.
+
+    Subscribed topics that do not exist read as empty (Spark's consumer finds no
+    partitions for them); assigned partitions must exist, since the user named them.
+    """
+    if subscription.strategy == "assign":
+        topics = sorted({t for t, _ in subscription.partitions})
+        known = _partitions_of(admin, topics)
+        missing = [tp for tp in subscription.partitions if tp not in known]
+        if missing:
+            raise KafkaOptionError(f"Option 'assign' names partitions that do not exist: "
+                                   f"{', '.join(f'{t}-{p}' for t, p in missing)}")
+        return sorted(set(subscription.partitions))
+    if subscription.strategy == "subscribe":
+        topics = list(subscription.topics)
+    else:
+        pattern = re.compile(subscription.pattern)
+        topics = [t.name for t in admin.list_topics() if pattern.fullmatch(t.name)]
+    return sorted(_partitions_of(admin, topics))
+
+
+def _partitions_of(admin: AdminClient, topics: Sequence[str]) -> set[TopicPartition]:
+    if not topics:
+        return set()
+    existing = {t.name for t in admin.list_topics(include_internal=True)}
+    wanted = [t for t in topics if t in existing]
+    if not wanted:
+        return set()
+    described = admin.describe_topics(wanted)
+    return {(name, p.partition) for name, d in described.items() for p in d.partitions}
+
+
+def list_offsets(admin: AdminClient, specs: Mapping[TopicPartition, OffsetSpec]) -> dict[TopicPartition, int]:
+    if not specs:
+        return {}
+    return {tp: listed.offset for tp, listed in admin.list_offsets(specs).items()}
+
+
+def resolve_limit(admin: AdminClient, partitions: Sequence[TopicPartition], limit: OffsetLimit, *,
+                  is_start: bool, option: str, by_timestamp_strategy: str = "error") -> dict[TopicPartition, int]:
+    """Concrete offsets for `partitions` from a starting or ending limit."""
+    if limit.kind in ("earliest", "latest"):
+        spec = OffsetSpec.earliest() if limit.kind == "earliest" else OffsetSpec.latest()
+        return list_offsets(admin, {tp: spec for tp in partitions})
+    if limit.kind == "offsets":
+        given = dict(limit.partition_offsets)
+        if set(given) != set(partitions):
+            raise KafkaOptionError(
+                f"If {option} contains specific offsets, you must specify all TopicPartitions.\n"
+                f"Use -1 for latest, -2 for earliest.\n"
+                f"Specified: {_names(given)} Assigned: {_names(partitions)}")
+        special = {tp: OffsetSpec.earliest() if off == EARLIEST else OffsetSpec.latest()
+                   for tp, off in given.items() if off in (EARLIEST, LATEST)}
+        resolved = list_offsets(admin, special)
+        return {tp: resolved.get(tp, off) for tp, off in given.items()}
+    if limit.kind == "timestamp":
+        stamps = {tp: limit.timestamp for tp in partitions}
+    else:
+        stamps = dict(limit.partition_timestamps)
+        if set(stamps) != set(partitions):
+            raise KafkaOptionError(
+                f"If {option} contains specific timestamps, you must specify all TopicPartitions.\n"
+                f"Specified: {_names(stamps)} Assigned: {_names(partitions)}")
+    found = list_offsets(admin, {tp: OffsetSpec.for_timestamp(ts) for tp, ts in stamps.items()})
+    unmatched = [tp for tp, off in found.items() if off < 0]
+    if unmatched and is_start and by_timestamp_strategy == "error":
+        tp = unmatched[0]
+        raise KafkaOptionError(f"No offset matched from request of topic-partition {tp[0]}-{tp[1]} and timestamp "
+                               f"{stamps[tp]} ({option}). Set startingOffsetsByTimestampStrategy to 'latest' to "
+                               "start such partitions at their latest offset.")
+    # No record at or after the timestamp: the range runs (or starts) at the end of the log.
+    latest = list_offsets(admin, {tp: OffsetSpec.latest() for tp in unmatched})
+    return {tp: latest.get(tp, off) for tp, off in found.items()}
+
+
+def _names(tps: Iterable[TopicPartition]) -> str:
+    return "[" + ", ".join(f"{t}-{p}" for t, p in sorted(tps)) + "]"
+
+
+def batch_ranges(options: SourceOptions) -> list[OffsetRange]:
+    """Plan a batch read: resolve partitions and both ends, then split into task ranges."""
+    with admin_client(options.client_config) as admin:
+        partitions = resolve_partitions(admin, options.subscription)
+        starts = resolve_limit(admin, partitions, options.starting, is_start=True, option="startingOffsets",
+                               by_timestamp_strategy=options.by_timestamp_strategy)
+        ends = resolve_limit(admin, partitions, options.ending, is_start=False, option="endingOffsets")
+    ranges = []
+    for tp in partitions:
+        start, end = starts[tp], ends[tp]
+        if start > end:
+            raise KafkaOptionError(f"The start offset {start} for topic partition {tp[0]}-{tp[1]} is greater than "
+                                   f"the end offset {end} (startingOffsets, endingOffsets)")
+        ranges.append(OffsetRange(tp[0], tp[1], start, end))
+    return split_ranges(ranges, options.min_partitions, options.max_records_per_partition)
+
+
+def split_ranges(ranges: Sequence[OffsetRange], min_partitions: int | None,
+                 max_records: int | None) -> list[OffsetRange]:
+    """Spark's KafkaOffsetRangeCalculator: empty ranges dropped, none larger than
+    maxRecordsPerPartition, and big ranges cut in proportion to their size until
+    there are at least minPartitions."""
+    parts = [r for r in ranges if r.size > 0]
+    if max_records:
+        parts = [piece for r in parts for piece in _cut(r, math.ceil(r.size / max_records))]
+    if min_partitions and len(parts) < min_partitions:
+        total = sum(r.size for r in parts)
+        out = []
+        for r in parts:
+            share = r.size / total * min_partitions
+            out.extend(_cut(r, max(1, math.floor(share))) if share >= 1 else [r])
+        parts = out
+    return parts
+
+
+def _cut(r: OffsetRange, pieces: int) -> list[OffsetRange]:
+    pieces = max(1, min(pieces, r.size))
+    bounds = [r.start + r.size * i // pieces for i in range(pieces + 1)]
+    return [OffsetRange(r.topic, r.partition, a, b) for a, b in zip(bounds, bounds[1:])]
