@@ -283,3 +283,21 @@ def test_topic_compression_type_is_what_is_stored(strict_broker, admin, topic_na
     assert [(m.key(), m.value(), m.headers() or [], m.timestamp()[1]) for m in records] == \
         [(s.key, s.value, s.headers, s.timestamp) for s in samples]
     assert stored_codecs(strict_broker.log_dir, topic_name) == {CODEC_IDS["zstd"]}
+
+
+def test_authorized_operations_without_an_authorizer_are_everything_the_resource_supports(
+        strict_broker, admin, topic_name):
+    """Kafka 2.8 without an authorizer: the 8 topic and 7 cluster operations, as librdkafka reports them."""
+    from confluent_kafka.admin import AclOperation
+    create_topic(admin, topic_name, 1)
+    described = admin.describe_topics(TopicCollection([topic_name]),
+                                      include_authorized_operations=True)[topic_name].result()
+    assert set(described.authorized_operations) == {
+        AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DESCRIBE, AclOperation.DELETE,
+        AclOperation.ALTER, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS}
+    cluster = admin.describe_cluster(include_authorized_operations=True).result()
+    assert set(cluster.authorized_operations) == {
+        AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER, AclOperation.DESCRIBE}
+    # Not asked for: not reported.
+    assert not admin.describe_cluster().result().authorized_operations

@@ -1,6 +1,7 @@
 """DescribeCluster (60): the brokers and controller as this broker knows them."""
 from __future__ import annotations
 
+from kafkalike.broker.authorized_operations import CLUSTER_AUTHORIZED_OPERATIONS
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 
@@ -11,5 +12,8 @@ def handle_describe_cluster(ctx: RequestContext, request: DescribeClusterRequest
     listener = ctx.connection.factory.listener_name
     brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=b, host=ep.host, port=ep.port, rack=rack)
                for b, ep, rack in cache.broker_endpoints(listener)]
-    return DescribeClusterResponse(error_code=0, cluster_id=ctx.server.cluster_id,
-                                   controller_id=cache.controller_id, brokers=brokers)
+    response = DescribeClusterResponse(error_code=0, cluster_id=ctx.server.cluster_id,
+                                       controller_id=cache.controller_id, brokers=brokers)
+    if request.include_cluster_authorized_operations:
+        response.cluster_authorized_operations = CLUSTER_AUTHORIZED_OPERATIONS
+    return response

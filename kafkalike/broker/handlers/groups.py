@@ -11,6 +11,7 @@ import logging
 
 from twisted.internet import defer
 
+from kafkalike.broker.authorized_operations import GROUP_AUTHORIZED_OPERATIONS
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.coordinator.config import OFFSETS_TOPIC
 from kafkalike.coordinator.results import JoinResult, LeaveResult, SyncResult
@@ -36,8 +37,6 @@ _MESSAGES = {
                                "library or the message was sent to an incompatible broker. See the broker logs "
                                "for more details.",
 }
-# Without an authorizer every group operation is allowed: READ(3), DELETE(6), DESCRIBE(8).
-GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 
 def coordinator_of(ctx: RequestContext):

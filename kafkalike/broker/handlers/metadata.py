@@ -1,6 +1,7 @@
 """Metadata (3): brokers, controller and partition leaders, from the metadata cache."""
 from __future__ import annotations
 
+from kafkalike.broker.authorized_operations import CLUSTER_AUTHORIZED_OPERATIONS, TOPIC_AUTHORIZED_OPERATIONS
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.broker.topic_names import InvalidTopicName, validate
 from kafkalike.protocol.errors import ErrorCode
@@ -27,8 +28,14 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataRe
         topics.append(_describe(server, cache, name, listener, auto_create, ctx.version))
     brokers = [_Broker(node_id=bid, host=ep.host, port=ep.port, rack=rack)
                for bid, ep, rack in cache.broker_endpoints(listener)]
-    return MetadataResponse(brokers=brokers, cluster_id=server.cluster_id,
-                            controller_id=cache.controller_id, topics=topics)
+    if ctx.version >= 8 and request.include_topic_authorized_operations:
+        for topic in topics:
+            topic.topic_authorized_operations = TOPIC_AUTHORIZED_OPERATIONS
+    response = MetadataResponse(brokers=brokers, cluster_id=server.cluster_id,
+                                controller_id=cache.controller_id, topics=topics)
+    if 8 <= ctx.version <= 10 and request.include_cluster_authorized_operations:
+        response.cluster_authorized_operations = CLUSTER_AUTHORIZED_OPERATIONS
+    return response
 
 
 def _describe(server, cache, name, listener, auto_create, version) -> _Topic:
