@@ -149,6 +149,16 @@ def test_list_offsets_earliest_latest_and_by_time(conn):
     assert list_offset(conn, "sem-times", 9999)[:2] == (0, -1)
 
 
+def test_list_offsets_with_another_negative_timestamp_is_a_search_like_any_other(conn):
+    # Kafka 2.8 treats -3, -5, ... as ordinary targets: every record's timestamp reaches
+    # them, so the answer is the first record (on an empty log: none), never an error.
+    create(conn, "sem-negative-times")
+    assert list_offset(conn, "sem-negative-times", -5) == (0, -1, -1)
+    produce(conn, "sem-negative-times", encode_batch([(None, b"a", [], 1000), (None, b"b", [], 2000)]))
+    assert list_offset(conn, "sem-negative-times", -3) == (0, 0, 1000)
+    assert list_offset(conn, "sem-negative-times", -123456789) == (0, 0, 1000)
+
+
 def test_acks_all_answers_after_the_high_watermark_moves(conn):
     create(conn, "sem-acks")
     resp = produce(conn, "sem-acks", [(None, b"x")], acks=-1)

@@ -55,8 +55,7 @@ def _lookup(part, timestamp: int, replica_id: int) -> tuple[int, int, int]:
     if timestamp == LATEST:
         # Consumers see the high watermark as the end; a replica (debug) sees the log end.
         return (log.log_end_offset if replica_id >= 0 else part.high_watermark), -1, part.leader_epoch
-    if timestamp < 0:
-        raise ValueError(f"invalid timestamp {timestamp}")
+    # Any other timestamp, negative ones included, is a search target, as in Kafka 2.8.
     found = log.fetch_offset_by_timestamp(timestamp, record_timestamps)
     if found is None or found.offset >= part.high_watermark:
         return -1, -1, -1
