@@ -153,6 +153,7 @@ class ReplicaManager:
         self.fetch_purgatory = Purgatory("Fetch", clock)
         self.controller_epoch = -1
         self.alter_isr = None               # AlterIsrManager, set by the server
+        self._negative_max_bytes_logged_ms = -60_000
 
     def min_insync(self, topic: str) -> int:
         return self.topic_config(topic).min_insync_replicas
@@ -260,6 +261,9 @@ class ReplicaManager:
         first_batch_owed = True
         for tp, spec in params.partitions.items():
             try:
+                if spec.max_bytes < 0:
+                    results[tp] = self._refuse_negative_max_bytes(tp, spec)
+                    continue
                 part = self.leader_partition(tp, known_topic)
                 part.check_leader_epoch(spec.current_leader_epoch)
                 diverging = part.diverging_epoch(spec.last_fetched_epoch, spec.fetch_offset)
@@ -285,6 +289,20 @@ class ReplicaManager:
                 lso = part.log.log_start_offset if part is not None and part.is_leader else -1
                 results[tp] = FetchResult(code, hw, lso, None)
         return results
+
+    def _refuse_negative_max_bytes(self, tp: TopicPartition, spec: FetchSpec) -> FetchResult:
+        """Kafka 2.8 answers UNKNOWN_SERVER_ERROR (its Log.read refuses a negative size) and
+        logs a stack trace per request; we answer the same but log one line a minute, so a
+        client cannot flood server.log."""
+        now = self.time_ms()
+        if now - self._negative_max_bytes_logged_ms >= 60_000:
+            self._negative_max_bytes_logged_ms = now
+            log.warning("Refusing fetches of %s-%d with a negative partition max bytes (%d): answered "
+                        "UNKNOWN_SERVER_ERROR; more are not logged for a minute", tp[0], tp[1], spec.max_bytes)
+        part = self.partitions.get(tp)
+        lead = part is not None and part.is_leader
+        return FetchResult(ErrorCode.UNKNOWN_SERVER_ERROR, part.high_watermark if lead else -1,
+                           part.log.log_start_offset if lead else -1, None)
 
     @staticmethod
     def bytes_between(part: Partition, start: int, end: int) -> int:

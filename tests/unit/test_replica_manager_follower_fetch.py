@@ -99,3 +99,14 @@ def test_the_follower_joins_the_isr_only_after_truncating_and_catching_up(leader
     follower_fetch(manager, 15, last_epoch=5)
     assert manager.alter_isr.submitted == [[LEADER, FOLLOWER]]
     assert part.high_watermark == 15
+
+
+def test_a_negative_partition_max_bytes_is_answered_with_one_log_line_a_minute(leader, caplog):
+    manager, part = leader
+    params = FetchParams(-1, 0, 1, 1 << 20, {TP: FetchSpec(0, -1)})
+    with caplog.at_level("WARNING"):
+        answers = [manager.fetch(params, lambda topic: True)[TP] for _ in range(50)]
+    assert {a.error for a in answers} == {ErrorCode.UNKNOWN_SERVER_ERROR}
+    assert answers[0].high_watermark == 15
+    logged = [r for r in caplog.records if "negative partition max bytes" in r.getMessage()]
+    assert len(logged) == 1 and logged[0].exc_info is None
