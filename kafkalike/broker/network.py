@@ -12,8 +12,8 @@ import logging
 from collections import deque
 
 from twisted.internet import defer, protocol
-from twisted.protocols.basic import Int32StringReceiver
 
+from kafkalike.broker.framing import SizePrefixedReceiver
 from kafkalike.broker.registry import HANDLERS, RequestContext
 from kafkalike.protocol.api import decode_request_header, encode_response, size_prefixed
 from kafkalike.protocol.errors import ErrorCode, ProtocolDecodeError
@@ -23,7 +23,7 @@ API_VERSIONS = 18
 QUEUE_PAUSE = 16
 
 
-class KafkaConnection(Int32StringReceiver):
+class KafkaConnection(SizePrefixedReceiver):
     """One client connection."""
 
     def __init__(self, server, max_request_size: int):

@@ -11,8 +11,8 @@ import logging
 
 from twisted.internet import defer, protocol, reactor as default_reactor
 from twisted.internet.endpoints import TCP4ClientEndpoint
-from twisted.protocols.basic import Int32StringReceiver
 
+from kafkalike.broker.framing import SizePrefixedReceiver
 from kafkalike.protocol.api import decode_response, encode_request
 from kafkalike.protocol.schema import MessageData
 
@@ -23,7 +23,7 @@ class ConnectionLost(Exception):
     """The connection closed before the answer came."""
 
 
-class OutboundConnection(Int32StringReceiver):
+class OutboundConnection(SizePrefixedReceiver):
     MAX_LENGTH = 1 << 30
 
     def __init__(self, client_id: str):
