@@ -54,6 +54,7 @@ class ProduceResult:
     log_start_offset: int = -1
     last_offset: int = -1
     message: str | None = None
+    record_errors: list[tuple[int, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -196,7 +197,8 @@ class ReplicaManager:
                 code = error_for(exc)
                 if code == ErrorCode.UNKNOWN_SERVER_ERROR:
                     log.exception("Error appending to %s-%d", *tp)
-                results[tp] = ProduceResult(code, message=str(exc) if code != ErrorCode.NONE else None)
+                results[tp] = ProduceResult(code, message=str(exc) if code != ErrorCode.NONE else None,
+                                            record_errors=getattr(exc, "record_errors", []))
         if acks != -1 or not any(r.error == ErrorCode.NONE for r in results.values()):
             return results
         op = DelayedProduce(self, timeout_ms, results)

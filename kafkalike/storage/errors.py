@@ -25,6 +25,14 @@ class InvalidRecordError(StorageError):
     error_code = 87
 
 
+class RecordValidationError(InvalidRecordError):
+    """Records refused one by one (KIP-467): Produce v8+ lists each as (batch_index, message)."""
+
+    def __init__(self, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__("One or more records have been rejected")
+        self.record_errors = record_errors
+
+
 class RecordTooLargeError(StorageError):
     """One batch is larger than max.message.bytes (MESSAGE_TOO_LARGE), as Kafka's RecordTooLargeException."""
 

@@ -239,7 +239,8 @@ class Log:
         with self._lock:
             cache = self.leader_epoch_cache
             info, pieces = validate_append(records, self._rules, self._leo, assign_offsets,
-                                           leader_epoch, origin, now, cache.latest_epoch)
+                                           leader_epoch, origin, now, cache.latest_epoch,
+                                           f"{self.topic_partition[0]}-{self.topic_partition[1]}")
             info.log_start_offset = self.log_start_offset
             if info.batch_count == 0:
                 return info

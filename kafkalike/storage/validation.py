@@ -24,7 +24,7 @@ from kafkalike.storage.config import LONG_MAX, LogConfig
 from kafkalike.storage.producer_state import ProducerBatch, last_sequence
 from kafkalike.storage.errors import (
     CorruptRecordError, InvalidRecordError, InvalidTimestampError, OffsetsOutOfOrderError,
-    RecordTooLargeError,
+    RecordTooLargeError, RecordValidationError,
 )
 
 _LENGTH = struct.Struct(">i")
@@ -75,12 +75,13 @@ class AppendRules:
     max_message_bytes: int
     log_append_time: bool
     timestamp_limit_ms: int | None  # None: message.timestamp.difference.max.ms is unbounded
+    compacted: bool = False         # cleanup.policy has compact: every record needs a key
 
     @classmethod
     def from_config(cls, config: LogConfig) -> "AppendRules":
         limit = config.message_timestamp_difference_max_ms
         return cls(config.max_message_bytes, config.log_append_time,
-                   None if limit == LONG_MAX else limit)
+                   None if limit == LONG_MAX else limit, config.compact)
 
 
 def _set_create_time(buf: bytearray, pos: int, size: int) -> None:
@@ -114,9 +115,21 @@ def _check_timestamps(first_ts: int, max_ts: int, now_ms: int, limit: int) -> No
                 f"[{now_ms - limit}, {now_ms + limit}]")
 
 
+def keyless_records(batch: memoryview) -> list[int]:
+    """Indexes within one batch of the records without a key.
+
+    The one rule Kafka checks record by record that the batch header cannot answer: a
+    compacted topic must not take a record the cleaner could only drop. So only
+    compacted topics pay for decoding (and decompressing) their clients' batches.
+    """
+    from kafkalike.records.batch import decode_batches
+    return [i for b in decode_batches(batch, verify_crc=False) for i, r in enumerate(b.records())
+            if r.key is None]
+
+
 def validate_append(buf: bytes | bytearray | memoryview, rules: AppendRules, next_offset: int, assign_offsets: bool,
                     leader_epoch: int | None, origin: AppendOrigin, now_ms: int,
-                    latest_epoch: int | None = None) -> tuple[LogAppendInfo, list]:
+                    latest_epoch: int | None = None, name: str = "") -> tuple[LogAppendInfo, list]:
     """Validate every whole batch in `buf`; as leader, assign offsets. Returns (info, pieces).
 
     `buf` is never modified. `pieces` are the buffers to write, in order: where a batch
@@ -127,7 +140,9 @@ def validate_append(buf: bytes | bytearray | memoryview, rules: AppendRules, nex
     it; info.valid_bytes says how much is kept. `epoch_starts` lists epoch changes
     relative to `latest_epoch` (the log's latest cached epoch), so the usual append
     reports none. Raises CorruptRecordError (bad length, magic or CRC),
-    RecordTooLargeError, InvalidRecordError, InvalidTimestampError, OffsetsOutOfOrderError.
+    RecordTooLargeError, InvalidRecordError, InvalidTimestampError, OffsetsOutOfOrderError,
+    and RecordValidationError naming each keyless record a client sends to a compacted
+    topic (`name` is the partition, for its message).
     """
     view = memoryview(buf)
     n = len(view)
@@ -180,6 +195,11 @@ def validate_append(buf: bytes | bytearray | memoryview, rules: AppendRules, nex
             offset = base + delta + 1
             if ts_limit is not None:
                 _check_timestamps(first_ts, batch_max_ts, now_ms, ts_limit)
+            if client and rules.compacted:
+                missing = keyless_records(view[pos:pos + size])
+                if missing:
+                    message = f"Compacted topic cannot accept message without key in topic partition {name}."
+                    raise RecordValidationError([(i, message) for i in missing])
         elif base <= last:
             raise OffsetsOutOfOrderError(
                 f"Out of order offsets found in append: batch at offset {base} follows {last}")

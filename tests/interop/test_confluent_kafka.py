@@ -301,3 +301,24 @@ def test_authorized_operations_without_an_authorizer_are_everything_the_resource
         AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER, AclOperation.DESCRIBE}
     # Not asked for: not reported.
     assert not admin.describe_cluster().result().authorized_operations
+
+
+def test_a_compacted_topic_refuses_records_without_a_key_one_by_one(strict_broker, admin, topic_name):
+    """Kafka 2.8 refuses the batch with INVALID_RECORD and names each keyless record (KIP-467)."""
+    create_topic(admin, topic_name, 1, {"cleanup.policy": "compact"})
+    producer = Producer({"bootstrap.servers": strict_broker.bootstrap, "linger.ms": 200, "acks": "all"})
+    reports = []
+    for key in (b"k1", None, b"k3", None):
+        producer.produce(topic_name, key=key, value=b"v", on_delivery=lambda err, msg: reports.append((msg.key(), err)))
+    assert producer.flush(30) == 0
+    assert len(reports) == 4
+    # librdkafka reads record_errors: the keyless records are INVALID_RECORD, the others
+    # failed only for being in their batch.
+    codes = sorted((key or b"", err.code()) for key, err in reports)
+    assert codes == [(b"", KafkaError.INVALID_RECORD), (b"", KafkaError.INVALID_RECORD),
+                     (b"k1", KafkaError._INVALID_DIFFERENT_RECORD), (b"k3", KafkaError._INVALID_DIFFERENT_RECORD)]
+    # Nothing of the refused batch was stored; a keyed record alone goes in at offset 0.
+    watermarks = Consumer({"bootstrap.servers": strict_broker.bootstrap, "group.id": "x"}).get_watermark_offsets
+    assert watermarks(TopicPartition(topic_name, 0), timeout=10) == (0, 0)
+    [(err, partition, offset)] = produce(strict_broker.bootstrap, topic_name, binary_samples(1, 3))
+    assert err is None and offset == 0

@@ -457,3 +457,20 @@ def test_flushes_from_another_thread_during_appends_rolls_and_truncation(shm_pat
     log.flush()
     assert log.recovery_point == log.log_end_offset == 20 * 14
     assert [h.base_offset for h in headers(log.read(0, 1 << 20))][:2] == [0, 2]
+
+
+def test_a_compacted_log_refuses_a_clients_keyless_records_and_names_each(shm_path):
+    from kafkalike.records.batch import encode_batch
+    from kafkalike.storage.errors import RecordValidationError
+    log = open_log(shm_path, LogConfig(cleanup_policy=("compact",)), name="table-3")
+    batch = encode_batch([(b"k", b"1", [], NOW), (None, b"2", [], NOW), (b"k", b"3", [], NOW), (None, b"4", [], NOW)],
+                         compression=1)
+    with pytest.raises(RecordValidationError) as refused:
+        log.append(batch, leader_epoch=0, now_ms=NOW)
+    message = "Compacted topic cannot accept message without key in topic partition table-3."
+    assert refused.value.record_errors == [(1, message), (3, message)]
+    assert log.log_end_offset == 0
+    # A follower copies what its leader took (for example before the topic was compacted).
+    log.append(encode_batch([(None, b"x", [], NOW)], base_offset=0, partition_leader_epoch=0),
+               assign_offsets=False)
+    assert log.log_end_offset == 1

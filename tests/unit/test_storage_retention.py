@@ -64,8 +64,9 @@ def test_an_expired_active_segment_goes_too_after_a_roll(shm_path):
 
 
 def test_compact_only_topics_ignore_time_and_size(shm_path):
-    log = timed_log(shm_path, LogConfig(segment_bytes=2000, retention_ms=1, retention_bytes=0,
-                                        cleanup_policy=("compact",)))
+    # Written while the topic deleted (its records have no keys), then made compact-only.
+    log = timed_log(shm_path, LogConfig(segment_bytes=2000))
+    log.update_config(LogConfig(segment_bytes=2000, retention_ms=1, retention_bytes=0, cleanup_policy=("compact",)))
     assert log.delete_old_segments(100 * DAY) == 0
 
 

@@ -15,6 +15,7 @@ from kafkalike.records.header import InvalidRecordError
 
 _Topic = ProduceResponse.TopicProduceResponse
 _Part = ProduceResponse.PartitionProduceResponse
+_RecordError = ProduceResponse.BatchIndexAndErrorMessage
 
 
 @handler(0, versions=(3, 9))
@@ -77,6 +78,8 @@ def _answer(request, results, all_error=None, early=None) -> ProduceResponse:
                                    base_offset=r.base_offset if r.error == ErrorCode.NONE else -1,
                                    log_append_time_ms=r.log_append_time,
                                    log_start_offset=r.log_start_offset,
-                                   error_message=r.message if r.error != ErrorCode.NONE else None))
+                                   error_message=r.message if r.error != ErrorCode.NONE else None,
+                                   record_errors=[_RecordError(batch_index=i, batch_index_error_message=m)
+                                                  for i, m in r.record_errors]))
         topics.append(_Topic(name=topic.name, partition_responses=parts))
     return ProduceResponse(responses=topics)
