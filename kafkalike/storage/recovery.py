@@ -226,6 +226,8 @@ class SegmentLoader:
 
         if first_unflushed < len(ordered):
             ordered = self._recover_unflushed(ordered, first_unflushed)
+        elif ordered:
+            self._check_active_tail(ordered[-1])
 
         log_end_offset: int | None = None
         if ordered:
@@ -254,6 +256,17 @@ class SegmentLoader:
             recovery = min(recovery_point, log_end_offset)
         start = max(log_start_offset, ordered[0].base_offset)
         return LoadedLog(ordered, log_end_offset, recovery, start, stats)
+
+    def _check_active_tail(self, segment: LogSegment) -> None:
+        """After a clean shutdown, still check the bytes past the active segment's last index
+        entry: cheap, and a torn tail there would be served and appended after."""
+        result = segment.check_tail()
+        if result.truncated_bytes:
+            self.stats.truncated_bytes += result.truncated_bytes
+            self.stats.reasons.append(f"segment {segment.base_offset}: {result.reason}")
+            log.warning("[%s] Found a corrupt tail in active segment %d despite a clean shutdown (%s); "
+                        "truncated %d bytes, the log now ends at offset %d", self.name, segment.base_offset,
+                        result.reason, result.truncated_bytes, segment.read_next_offset())
 
     def _recover_unflushed(self, ordered: list[LogSegment], first: int) -> list[LogSegment]:
         stats = self.stats

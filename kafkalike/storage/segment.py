@@ -440,6 +440,53 @@ class LogSegment:
         self.time_index.trim_to_valid_size()
         return RecoveryResult(truncated, batches, reason if truncated > 0 else None)
 
+    def check_tail(self) -> RecoveryResult:
+        """Validate the batches after the last offset-index entry; cut the first bad one and the rest.
+
+        Run on every load of the active segment, clean shutdown or not: bytes a clean
+        shutdown did not vouch for (a torn write under it, a damaged disk) would otherwise
+        be served, and new batches appended after them. Only the bytes past the last index
+        entry are read, at most index.interval.bytes plus a batch.
+        """
+        entry = self.offset_index.last_entry
+        file_end = os.fstat(self._fd).st_size
+        position = valid = entry.position
+        previous_last = self.base_offset - 1 if entry.position == 0 else None
+        checked_last: int | None = None
+        reason = None
+        while valid < file_end:
+            head = os.pread(self._fd, LOG_OVERHEAD, valid)
+            length = int.from_bytes(head[8:12], "big", signed=True) if len(head) == LOG_OVERHEAD else -1
+            if length < _MIN_BATCH_LENGTH or valid + length + LOG_OVERHEAD > file_end:
+                reason = f"torn batch at position {valid}"
+                break
+            raw = os.pread(self._fd, length + LOG_OVERHEAD, valid)
+            try:
+                header = batch_header.validate_batch(raw, 0)
+            except InvalidRecordError as exc:
+                reason = str(exc)
+                break
+            base, last = header.base_offset, header.last_offset
+            floor = checked_last if checked_last is not None else previous_last
+            if (floor is not None and base <= floor) or not (self.can_convert_to_relative_offset(base)
+                                                             and self.can_convert_to_relative_offset(last)):
+                reason = f"batch at position {valid} has offsets {base}-{last} out of order or range"
+                break
+            checked_last = last
+            valid += len(raw)
+        truncated = file_end - valid
+        if truncated:
+            # Index entries past the cut go too: the one at `position` if its batch was bad.
+            cut = checked_last + 1 if checked_last is not None else (entry.offset if valid == position > 0
+                                                                      else self.base_offset)
+            self.offset_index.truncate_to(cut)
+            self.time_index.truncate_to(cut)
+            os.ftruncate(self._fd, valid)
+            self._size = valid
+            if self._max_timestamp >= 0:
+                self._load_largest_timestamp()
+        return RecoveryResult(truncated, 0, reason)
+
     # ---------------------------------------------------------------- truncation
     def _load_largest_timestamp(self) -> None:
         last = self.time_index.last_entry
