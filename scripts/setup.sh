@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install what kafkalike needs on Debian 12, skipping whatever is already there.
-#   scripts/setup.sh          ZooKeeper and Java (zk/install.sh), kcat, then `pip install -e .`
-#   scripts/setup.sh --test   also the test extras: `pip install -e '.[test]'`
+#   scripts/setup.sh          ZooKeeper and Java (zk/install.sh), kcat, then `pip install -e '.[spark]'`
+#                             (pyspark and pyarrow: the demo ends with a Spark load)
+#   scripts/setup.sh --test   also the test extras: `pip install -e '.[test,spark]'`
+# A first pyspark install builds it from a ~456 MB source archive: minutes, once.
 # PYTHON picks the interpreter (default python3). Safe to run again and again: with
 # everything in place it makes no network call.
 set -euo pipefail
@@ -10,10 +12,10 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 . "$repo/scripts/lib/apt.sh"
 PYTHON=${PYTHON:-python3}
 
-extras=()
+extras=(spark)
 debs=(kcat)   # the demo and the interop tests use it as an independent client
 case "${1:-}" in
-    --test) extras=(test) ;;
+    --test) extras=(test spark) ;;
     "") ;;
     *) echo "usage: $0 [--test]" >&2; exit 2 ;;
 esac

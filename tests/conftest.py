@@ -2,7 +2,8 @@
 
 ZooKeeper here is always the real server from Debian's package. A test that asks for
 it when it is not installed errors with the fix in the message; it is never skipped,
-so a machine without ZooKeeper cannot pass the suite by accident.
+so a machine without ZooKeeper cannot pass the suite by accident. Spark (the `spark`
+and `spark_standalone` fixtures) is held to the same rule.
 """
 from __future__ import annotations
 
@@ -156,3 +157,58 @@ def fresh_broker(zk_chroot: str):
 def kafka_cluster(zk_chroot: str):
     """Three brokers of this test's own."""
     yield from _cluster(zk_chroot, 3)
+
+
+SPARK_INSTALL_HINT = "./scripts/setup.sh --test installs the spark extra (pyspark>=4.0, pyarrow) and Java"
+
+
+def _spark_failure(what: str, exc: Exception) -> str:
+    """Why a Spark fixture fails, with the way to install Spark (never a skip)."""
+    message = f"{what} could not start: {type(exc).__name__}: {exc}"
+    return message if "setup.sh" in message else f"{message}\n{SPARK_INSTALL_HINT}"
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local[2] SparkSession for the whole run (a JVM holds one); stopped at the end.
+
+    Tests that register Python data sources share it: use names of their own.
+    """
+    failure = None
+    try:
+        from kafkalike.lab.spark import local_session
+        session = local_session("local[2]", app_name="kafkalike-tests")
+    except Exception as exc:  # no pyspark, no Java, or the JVM would not start
+        failure = _spark_failure("a local SparkSession", exc)
+    if failure:
+        pytest.fail(failure, pytrace=False)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_standalone():
+    """A real standalone cluster (master and 2 workers, 1 core and 1 GiB each), already
+    serving, shared by the run; killed (kill -9) and its directory removed afterwards.
+
+    Its drivers must run in processes of their own (the `spark` session holds this one's JVM).
+    """
+    from kafkalike.lab.spark import SparkStandalone  # imports no pyspark
+
+    base = scratch_dir("spark")
+    cluster = SparkStandalone(base, workers=2)
+    try:
+        failure = None
+        try:
+            cluster.start()
+            cluster.wait_ready(timeout=180)
+        except Exception as exc:  # no pyspark, no Java, or a daemon died (its log tail is in exc)
+            failure = _spark_failure("a Spark standalone cluster", exc)
+        if failure:
+            pytest.fail(failure, pytrace=False)
+        yield cluster
+    finally:
+        cluster.kill()
+        shutil.rmtree(base, ignore_errors=True)
