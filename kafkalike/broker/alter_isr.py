@@ -1,7 +1,9 @@
 """Leaders propose ISR changes to the controller with AlterIsr (API 56, Kafka 2.8).
 
 Proposals are batched per reactor turn and sent over one connection to the current
-controller; one proposal per partition may be in flight. The controller answers with
+controller; one proposal per partition may be in flight. A request unanswered after
+controller.socket.timeout.ms is sent again, over a new connection to whoever is
+controller then. The controller answers with
 the state it wrote (ISR and new zkVersion); an error leaves the partition as it was
 until the next LeaderAndIsr, as Kafka's AlterIsrManager does.
 """
@@ -47,8 +49,10 @@ class AlterIsrManager:
                 try:
                     response = await self._send(batch)
                 except Exception as exc:
-                    log.warning("AlterIsr to the controller failed (%s); retrying", exc)
-                    self.conn = None
+                    log.warning("AlterIsr to the controller failed (%s: %s); retrying", type(exc).__name__, exc)
+                    if self.conn is not None:
+                        self.conn.close()
+                    self.conn, self.conn_to = None, None
                     for tp, part in batch.items():
                         self.unsent.setdefault(tp, part)
                     await task.deferLater(self.server.reactor, RETRY_BACKOFF_S, lambda: None)
@@ -81,7 +85,12 @@ class AlterIsrManager:
         request = AlterIsrRequest(broker_id=self.server.broker_id, broker_epoch=self.server.broker_epoch,
                                   topics=[AlterIsrRequest.TopicData(name=t, partitions=ps)
                                           for t, ps in topics.items()])
-        return await self.conn.request(request, 0)
+        # A controller that never answers (a handler that failed, a paused process) must not
+        # hold every later ISR change: give up after controller.socket.timeout.ms, find the
+        # controller again and propose again, as Kafka's AlterIsr channel does.
+        answer = self.conn.request(request, 0)
+        answer.addTimeout(self.server.config.get("controller.socket.timeout.ms") / 1000, self.server.reactor)
+        return await answer
 
     def _apply(self, batch, response) -> None:
         results = {(t.name, p.partition_index): p for t in response.topics for p in t.partitions}

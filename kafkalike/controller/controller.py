@@ -73,8 +73,13 @@ class KafkaController:
                 break
             try:
                 await handler(*args)
-            except Exception:
+            except Exception as exc:
                 log.exception("[Controller id=%d] Error processing event %s", self.broker_id, name)
+                # A request's event carries the Deferred its answer waits on: fail it, so the
+                # request is answered (UNKNOWN_SERVER_ERROR) instead of never, as in Kafka.
+                for arg in args:
+                    if isinstance(arg, defer.Deferred) and not arg.called:
+                        arg.errback(exc)
             if not self._queue.pending and not self.idle.called:
                 self.idle.callback(None)
 

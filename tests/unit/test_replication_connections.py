@@ -75,6 +75,41 @@ def test_fetcher_reconnects_after_the_leader_closed_its_idle_connection(monkeypa
     assert len(first.requests) == 1 and len(connector.made[1].requests) == 1
 
 
+ALTER_ISR_CONFIG = {"controller.socket.timeout.ms": 30000}
+
+
+def alter_isr_manager(monkeypatch, clock: Clock) -> tuple[AlterIsrManager, FakeConnector]:
+    connector = FakeConnector()
+    monkeypatch.setattr(alter_isr_module.outbound, "connect", connector)
+    controller = BrokerInfo(1, (Endpoint("PLAINTEXT", "127.0.0.1", 9093),))
+    server = SimpleNamespace(
+        broker_id=0, broker_epoch=7, reactor=clock, shutting_down=False,
+        config=SimpleNamespace(inter_broker_listener_name="PLAINTEXT", get=ALTER_ISR_CONFIG.__getitem__),
+        metadata_cache=SimpleNamespace(controller_id=1, brokers={1: controller}))
+    return AlterIsrManager(server), connector
+
+
+def test_an_unanswered_alter_isr_is_proposed_again_after_the_controller_socket_timeout(monkeypatch):
+    clock = Clock()
+    manager, connector = alter_isr_manager(monkeypatch, clock)
+    part = Partition("t", 0, 0, leader_id=0, leader_epoch=3, isr=[0], replicas=[0, 1])
+    assert manager.submit(part, [0, 1])
+    clock.advance(0)
+    [first] = connector.made
+    clock.advance(29)
+    assert len(connector.made) == 1 and len(first.requests) == 1
+    clock.advance(1)                                   # no answer in 30 s: drop the connection,
+    clock.advance(alter_isr_module.RETRY_BACKOFF_S)    # back off, connect again, propose again
+    assert first.closed.called
+    assert len(connector.made) == 2
+    [(request, answer)] = connector.made[1].requests
+    assert list(request.topics[0].partitions[0].new_isr) == [0, 1]
+    answer.callback(AlterIsrResponse(error_code=0, topics=[AlterIsrResponse.TopicData(name="t", partitions=[
+        AlterIsrResponse.PartitionData(partition_index=0, leader_id=0, leader_epoch=3, isr=[0, 1],
+                                       current_isr_version=1)])]))
+    assert part.isr == [0, 1] and part.pending_isr is None
+
+
 def test_alter_isr_reconnects_after_the_controller_closed_its_idle_connection(monkeypatch):
     connector = FakeConnector()
     monkeypatch.setattr(alter_isr_module.outbound, "connect", connector)
@@ -82,7 +117,7 @@ def test_alter_isr_reconnects_after_the_controller_closed_its_idle_connection(mo
     controller = BrokerInfo(1, (Endpoint("PLAINTEXT", "127.0.0.1", 9093),))
     server = SimpleNamespace(
         broker_id=0, broker_epoch=7, reactor=clock, shutting_down=False,
-        config=SimpleNamespace(inter_broker_listener_name="PLAINTEXT"),
+        config=SimpleNamespace(inter_broker_listener_name="PLAINTEXT", get=ALTER_ISR_CONFIG.__getitem__),
         metadata_cache=SimpleNamespace(controller_id=1, brokers={1: controller}))
     manager = AlterIsrManager(server)
     part = Partition("t", 0, 0, leader_id=0, leader_epoch=3, isr=[0, 1], replicas=[0, 1, 2])
