@@ -56,10 +56,13 @@ def _describe(server, cache, name, listener, auto_create, version) -> _Topic:
         in_sync = [r for r in info.isr if r in cache.brokers]
         if error == ErrorCode.NONE and version == 0 and len(live) < len(info.replicas):
             error = ErrorCode.REPLICA_NOT_AVAILABLE    # v0 clients were told this
+        # v1+ lists replicas and ISR as the controller wrote them, dead brokers included (a
+        # dead last ISR member stays: the partition is offline, not under-replicated).
         parts.append(_Part(error_code=int(error), partition_index=index, leader_id=info.leader,
                            leader_epoch=info.leader_epoch,
                            replica_nodes=info.replicas if version > 0 else live,
-                           isr_nodes=in_sync, offline_replicas=info.offline_replicas))
+                           isr_nodes=info.isr if version > 0 else in_sync,
+                           offline_replicas=info.offline_replicas))
     topic_id = cache.topic_ids.get(name)
     topic = _Topic(name=name, is_internal=name in server.internal_topics, partitions=parts)
     if topic_id is not None:
