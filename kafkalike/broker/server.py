@@ -16,7 +16,7 @@ from twisted.internet.endpoints import TCP4ServerEndpoint
 
 from kafkalike.broker.admin_manager import AdminManager
 from kafkalike.broker.alter_isr import AlterIsrManager
-from kafkalike.broker.config import KafkaConfig
+from kafkalike.broker.config import KafkaConfig, api_version_at_least
 from kafkalike.broker.metadata_cache import INTERNAL_TOPICS, MetadataCache
 from kafkalike.broker.network import KafkaServerFactory
 from kafkalike.broker.registry import load_handlers
@@ -147,7 +147,9 @@ class KafkaServer:
             unclean_election=lambda t: self.topic_config(t).unclean_leader_election_enable,
             auto_leader_rebalance_enable=cfg.get("auto.leader.rebalance.enable"),
             leader_imbalance_check_interval_seconds=cfg.get("leader.imbalance.check.interval.seconds"),
-            leader_imbalance_per_broker_percentage=cfg.get("leader.imbalance.per.broker.percentage"))
+            leader_imbalance_per_broker_percentage=cfg.get("leader.imbalance.per.broker.percentage"),
+            uses_topic_ids=api_version_at_least(cfg.inter_broker_protocol_version, "2.8-IV0"),
+            feature_versioning=api_version_at_least(cfg.inter_broker_protocol_version, "2.7-IV0"))
         self.controller.startup()
         self._schedule()
         log.info("[KafkaServer id=%d] started", self.broker_id)

@@ -23,8 +23,9 @@ from kafkalike.controller.leader_election import (
     rebalance_candidates,
 )
 from kafkalike.zkdata.kafka_json import ZNodeDecodeError
-from kafkalike.zkdata.topic_znodes import LeaderIsrAndControllerEpoch, TopicPartition
-from kafkalike.zkdata.znodes import PreferredReplicaElectionZNode
+from kafkalike.zkdata.ids import new_topic_id, uuid_to_base64
+from kafkalike.zkdata.topic_znodes import LeaderIsrAndControllerEpoch, PartitionAssignment, TopicPartition
+from kafkalike.zkdata.znodes import FeatureZNodeValue, PreferredReplicaElectionZNode
 
 log = logging.getLogger("kafka.controller.KafkaController")
 state_log = logging.getLogger("state.change.logger")
@@ -36,7 +37,8 @@ class KafkaController:
     def __init__(self, broker_id: int, zk, reactor, *, inter_broker_listener: str = "PLAINTEXT",
                  delete_topic_enable: bool = True, unclean_election: Callable[[str], bool] = lambda t: False,
                  auto_leader_rebalance_enable: bool = True, leader_imbalance_check_interval_seconds: float = 300,
-                 leader_imbalance_per_broker_percentage: int = 10):
+                 leader_imbalance_per_broker_percentage: int = 10, uses_topic_ids: bool = True,
+                 feature_versioning: bool = True):
         self.broker_id = broker_id
         self.zk = zk
         self.reactor = reactor
@@ -55,6 +57,9 @@ class KafkaController:
         self.leader_imbalance_check_interval = leader_imbalance_check_interval_seconds
         self.leader_imbalance_percentage = leader_imbalance_per_broker_percentage
         self._rebalance_loop: task.LoopingCall | None = None
+        # inter.broker.protocol.version >= 2.8-IV0 and >= 2.7-IV0 respectively, as in Kafka 2.8.
+        self.uses_topic_ids = uses_topic_ids
+        self.feature_versioning = feature_versioning
 
     # -- event loop -------------------------------------------------------------------
 
@@ -152,6 +157,7 @@ class KafkaController:
             await zk.watch_topic_deletions(lambda *_: self.put("TopicDeletion", self._on_topic_deletion)),
         ]
         self.channels = ControllerChannelManager(self.broker_id, self.reactor)
+        await self._set_feature_versioning()
         for entry in await zk.get_all_brokers_and_epochs():
             self._add_live_broker(entry.broker, entry.epoch)
         topics = set(await zk.get_all_topics())
@@ -176,10 +182,28 @@ class KafkaController:
         self.put("PreferredReplicaElectionRegistration", self._watch_preferred_replica_election)
         self._start_auto_rebalance()
 
+    async def _set_feature_versioning(self) -> None:
+        """/feature as a 2.8 controller leaves it: enabled (2.7-IV0+) with no finalized
+        feature, or disabled with none; written only when it differs."""
+        current, _ = await self.zk.get_feature_znode()
+        wanted = FeatureZNodeValue(self.feature_versioning, current.features if current and self.feature_versioning
+                                   else {})
+        if current is None and not self.feature_versioning:
+            return
+        if current != wanted:
+            await self.zk.create_or_set_feature_znode(wanted, exists=current is not None)
+
     async def _load_topics(self, topics) -> list[TopicPartition]:
         loaded = []
         assignments = await self.zk.get_topic_assignments(sorted(topics))
         for topic, assignment in assignments.items():
+            if assignment.topic_id is None and self.uses_topic_ids:
+                # Created without one (by --zookeeper tools or an older broker): Kafka 2.8's
+                # controller gives every topic an id and writes it into the topic's znode.
+                assignment = PartitionAssignment(assignment.partitions, new_topic_id())
+                await self.zk.set_topic_assignment(topic, assignment, self.ctx.epoch_zk_version)
+                log.info("[Controller id=%d] Assigned topic id %s to topic %s", self.broker_id,
+                         uuid_to_base64(assignment.topic_id), topic)
             if assignment.topic_id is not None:
                 self.ctx.topic_ids[topic] = assignment.topic_id
             for p, ra in assignment.partitions.items():

@@ -81,6 +81,8 @@ from .znodes import (
     ControllerEpochZNode,
     ControllerZNode,
     DeleteTopicsZNode,
+    FeatureZNode,
+    FeatureZNodeValue,
     IsrChangeNotificationZNode,
     PreferredReplicaElectionZNode,
     ProducerIdBlock,
@@ -193,6 +195,24 @@ class KafkaZkClient:
             return candidate
         except NodeExistsError:
             return ClusterIdZNode.decode((await self._get(ClusterIdZNode.PATH))[0])
+
+    # -- features --------------------------------------------------------------------
+
+    @returns_deferred
+    async def get_feature_znode(self) -> tuple[FeatureZNodeValue | None, int]:
+        """/feature's value and data version (None, -1 when it does not exist)."""
+        found = await self._get_or_none(FeatureZNode.PATH)
+        if found is None:
+            return None, MATCH_ANY_VERSION
+        return FeatureZNode.decode(found[0]), found[1].version
+
+    @returns_deferred
+    async def create_or_set_feature_znode(self, value: FeatureZNodeValue, exists: bool) -> None:
+        """Write /feature: create it, or overwrite it when `exists` (the controller's choice)."""
+        if exists:
+            await self._write(ZkOp.set(FeatureZNode.PATH, FeatureZNode.encode(value)), MATCH_ANY_VERSION)
+        else:
+            await self._create_recursive(FeatureZNode.PATH, FeatureZNode.encode(value))
 
     # -- producer ids ----------------------------------------------------------------
 

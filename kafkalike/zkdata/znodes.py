@@ -101,6 +101,46 @@ class ClusterIdZNode:
         return cluster_id
 
 
+@dataclass(frozen=True)
+class FeatureZNodeValue:
+    """/feature's value: whether feature versioning is on, and the finalized features."""
+
+    enabled: bool
+    features: Mapping[str, tuple[int, int]] = ()    # name -> (min_version_level, max_version_level)
+
+
+class FeatureZNode:
+    """/feature (KIP-584): written by a 2.7+ controller; a 2.8 cluster finalizes no feature.
+
+    status 1 is Enabled, 0 Disabled; the key order is Kafka's (version, status, features).
+    """
+
+    PATH = "/feature"
+
+    @staticmethod
+    def path() -> str:
+        return FeatureZNode.PATH
+
+    @staticmethod
+    def encode(value: FeatureZNodeValue) -> bytes:
+        features = {name: {"min_version_level": lo, "max_version_level": hi}
+                    for name, (lo, hi) in dict(value.features).items()}
+        return encode_json({"version": 1, "status": 1 if value.enabled else 0, "features": features})
+
+    @staticmethod
+    def decode(data: bytes) -> FeatureZNodeValue:
+        value = decode_json_object(data, FeatureZNode.PATH)
+        status = value.get("status")
+        features = value.get("features") or {}
+        if status not in (0, 1) or not isinstance(features, dict):
+            raise ZNodeDecodeError(f"bad /feature value: {data!r}")
+        try:
+            parsed = {name: (int(f["min_version_level"]), int(f["max_version_level"])) for name, f in features.items()}
+        except (KeyError, TypeError, ValueError) as error:
+            raise ZNodeDecodeError(f"bad /feature value: {data!r}") from error
+        return FeatureZNodeValue(status == 1, parsed)
+
+
 class BrokerSequenceIdZNode:
     """/brokers/seqid: empty; its data version is the counter behind generated broker ids."""
 

@@ -15,7 +15,7 @@ from twisted.internet.testing import MemoryReactorClock
 
 from kafkalike.controller.controller import KafkaController
 from kafkalike.controller.context import ONLINE, ControllerContext
-from kafkalike.zkdata import (BrokerAndEpoch, BrokerRegistration, EndPoint, LeaderIsrAndControllerEpoch,
+from kafkalike.zkdata import (FeatureZNodeValue, BrokerAndEpoch, BrokerRegistration, EndPoint, LeaderIsrAndControllerEpoch,
                               PartitionAssignment, TopicPartition)
 
 
@@ -27,6 +27,8 @@ class FakeZk:
         self.live = live
         self.assignment = PartitionAssignment.of(assignment)
         self.states = {TopicPartition("t", p): s for p, s in states.items()}
+        self.feature = None
+        self.assignment_writes = []
 
     async def _watch(self, *_args):
         return defer.Deferred()    # anything with cancel(); never fires here
@@ -49,6 +51,18 @@ class FakeZk:
 
     async def get_topic_deletions(self):
         return []
+
+    async def get_feature_znode(self):
+        return self.feature, (-1 if self.feature is None else 0)
+
+    async def create_or_set_feature_znode(self, value, exists):
+        assert exists == (self.feature is not None)
+        self.feature = value
+
+    async def set_topic_assignment(self, topic, assignment, controller_epoch_zk_version):
+        assert controller_epoch_zk_version >= 0, "unfenced write"
+        self.assignment_writes.append((topic, assignment))
+        self.assignment = assignment
 
     async def set_partition_states(self, changed, epoch_zk_version):
         out = {}
@@ -93,3 +107,27 @@ def test_takeover_with_every_replica_alive_writes_nothing():
     zk = FakeZk(live=[0, 1, 2], assignment={0: [0, 1, 2], 1: [1, 2, 0]}, states=dict(before))
     take_over(zk)
     assert {tp.partition: s for tp, s in zk.states.items()} == before
+
+
+def test_a_topic_without_an_id_gets_one_and_feature_versioning_is_enabled():
+    """As a 2.8 controller: ids for topics made by --zookeeper tools, and /feature enabled with
+    no finalized features (written once: a second failover finds it as wanted)."""
+    zk = FakeZk([0, 1], {0: [0, 1]}, {0: state(0, 3, (0, 1))})
+    controller = take_over(zk)
+    [(topic, written)] = zk.assignment_writes
+    assert topic == "t" and written.topic_id is not None
+    assert controller.ctx.topic_ids["t"] == written.topic_id
+    assert zk.feature == FeatureZNodeValue(True, {})
+    take_over(zk)
+    assert len(zk.assignment_writes) == 1
+
+
+def test_an_older_inter_broker_protocol_writes_no_ids_and_disables_features():
+    zk = FakeZk([0], {0: [0]}, {0: state(0, 3, (0,))})
+    zk.feature = FeatureZNodeValue(True, {})
+    controller = KafkaController(0, zk, MemoryReactorClock(), uses_topic_ids=False, feature_versioning=False)
+    controller.ctx = ControllerContext(epoch=2, epoch_zk_version=2)
+    controller.active = True
+    defer.ensureDeferred(controller._on_failover())
+    assert zk.assignment_writes == [] and "t" not in controller.ctx.topic_ids
+    assert zk.feature == FeatureZNodeValue(False, {})

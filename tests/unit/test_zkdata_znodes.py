@@ -364,3 +364,12 @@ def test_zookeeper_connect_chroot_is_split_off() -> None:
     assert split_chroot("a:2181/") == ("a:2181", None)
     with pytest.raises(ValueError):
         split_chroot("a:2181/kafka/")
+
+
+def test_feature_znode_as_a_2_8_controller_writes_it():
+    from kafkalike.zkdata import FeatureZNode, FeatureZNodeValue
+    assert FeatureZNode.encode(FeatureZNodeValue(True, {})) == b'{"version":1,"status":1,"features":{}}'
+    value = FeatureZNodeValue(False, {"f": (1, 3)})
+    assert FeatureZNode.decode(FeatureZNode.encode(value)) == value
+    assert FeatureZNode.decode(b'{"version":1,"status":1,"features":{"f":{"min_version_level":1,'
+                               b'"max_version_level":2}}}') == FeatureZNodeValue(True, {"f": (1, 2)})
