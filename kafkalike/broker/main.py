@@ -24,6 +24,33 @@ def parse_args(argv: list[str]) -> tuple[str, list[str]]:
     return path, overrides
 
 
+def fatal_cause(failure) -> str | None:
+    """One line naming why start-up failed, for the causes an operator can fix; None otherwise.
+
+    Kafka prints one FATAL line for these (port in use, ZooKeeper unreachable, a broker.id
+    already registered, a wrong cluster or broker id in meta.properties), not a stack.
+    """
+    from twisted.internet.error import CannotListenError
+
+    from kafkalike.broker.server import StartupError
+    from kafkalike.zkdata.errors import EphemeralOwnedByOtherSession, ZooKeeperClientTimeoutError
+
+    error = failure.value
+    if isinstance(error, StartupError):
+        return str(error)
+    if isinstance(error, CannotListenError):
+        reason = getattr(error.socketError, "strerror", None) or str(error.socketError)
+        return (f"org.apache.kafka.common.KafkaException: Socket server failed to bind to "
+                f"{error.interface or '0.0.0.0'}:{error.port}: {reason}.")
+    if isinstance(error, ZooKeeperClientTimeoutError):
+        return f"kafka.zookeeper.ZooKeeperClientTimeoutException: {error}"
+    if isinstance(error, EphemeralOwnedByOtherSession):
+        return (f"org.apache.zookeeper.KeeperException$NodeExistsException: {error}. Another broker is "
+                "registered with this broker.id, or this broker restarted before its old ZooKeeper session "
+                "expired.")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     from kafkalike.broker.config import ConfigError, KafkaConfig
     from kafkalike.broker.logs import setup_logging
@@ -46,9 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     status = {"code": 0}
 
     def started_failed(failure):
-        if failure.check(StartupError):
-            log.error("Fatal error during KafkaServer startup. Prepare to shutdown: %s", failure.getErrorMessage())
-        else:
+        cause = fatal_cause(failure)
+        if cause is not None:
+            log.error("Fatal error during KafkaServer startup. Prepare to shutdown: %s", cause)
+        else:   # not a condition we know: a bug, so the trace is the useful part
             log.error("Fatal error during KafkaServer startup. Prepare to shutdown\n%s", failure.getTraceback())
         status["code"] = 1
         d = defer.ensureDeferred(server.shutdown())

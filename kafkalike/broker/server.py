@@ -17,11 +17,12 @@ from twisted.internet.endpoints import TCP4ServerEndpoint
 from kafkalike.broker.admin_manager import AdminManager
 from kafkalike.broker.alter_isr import AlterIsrManager
 from kafkalike.broker.config import KafkaConfig, api_version_at_least
-from kafkalike.broker.metadata_cache import INTERNAL_TOPICS, MetadataCache
+from kafkalike.broker.metadata_cache import MetadataCache
 from kafkalike.broker.network import KafkaServerFactory
 from kafkalike.broker.registry import load_handlers
 from kafkalike.broker.replica_fetcher import ReplicaFetcherManager
 from kafkalike.broker.replica_manager import ReplicaManager
+from kafkalike.common.topics import INTERNAL_TOPICS
 from kafkalike.controller.controller import KafkaController
 from kafkalike.coordinator.config import OFFSETS_TOPIC
 from kafkalike.coordinator.coordinator import GroupCoordinator
@@ -139,6 +140,7 @@ class KafkaServer:
         await self._listen()
         self.zk.add_session_listener(self._on_session_event)
         await self._register()
+        self._checkpoint_broker_metadata()
         self._config_watch = await self.zk.watch_config_changes(lambda *_: self._reload_topic_configs())
         self.controller = KafkaController(
             self.broker_id, self.zk, self.reactor,
@@ -188,11 +190,16 @@ class KafkaServer:
             broker_id = await self.zk.generate_broker_id(self.config.get("reserved.broker.max.id"))
         else:
             raise StartupError("broker.id is -1 and broker.id.generation.enable is false")
-        for d in self.config.log_dirs:
-            if d not in stored:
-                os.makedirs(d, exist_ok=True)
-                write_meta_properties(d, MetaProperties(broker_id=broker_id, cluster_id=self.cluster_id))
+        # meta.properties is written only once the broker is registered (as Kafka does): a
+        # broker.id clash must not leave a new log dir claimed by the wrong id.
+        self._unclaimed_log_dirs = [d for d in self.config.log_dirs if d not in stored]
         return broker_id
+
+    def _checkpoint_broker_metadata(self) -> None:
+        for d in self._unclaimed_log_dirs:
+            os.makedirs(d, exist_ok=True)
+            write_meta_properties(d, MetaProperties(broker_id=self.broker_id, cluster_id=self.cluster_id))
+        self._unclaimed_log_dirs = []
 
     async def _listen(self) -> None:
         for ep in self.config.listeners:
@@ -368,7 +375,7 @@ class KafkaServer:
     async def _controlled_shutdown(self) -> None:
         """Ask the controller to move our leaderships away first (Kafka's controlled
         shutdown), so clients never see this broker's partitions offline."""
-        from kafkalike.broker import outbound
+        from kafkalike.common import outbound
         from kafkalike.protocol.messages.controlled_shutdown import ControlledShutdownRequest
         retries = self.config.get("controlled.shutdown.max.retries")
         backoff = self.config.get("controlled.shutdown.retry.backoff.ms") / 1000.0
