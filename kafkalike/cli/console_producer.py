@@ -25,6 +25,7 @@ from kafkalike.client.errors import KafkaError, java_view
 from kafkalike.client.producer import KafkaProducer, ProducerRecord
 from kafkalike.cli import joptions
 from kafkalike.cli.joptions import KAFKA_VERSION, JavaException, Option, ParsedArgs, UsageError, parse_key_values
+from kafkalike.cli.tool_main import run_tool
 
 DEFAULT_READER = "kafka.tools.ConsoleProducer$LineMessageReader"
 KAFKA_EXCEPTION = "org.apache.kafka.common.KafkaException"
@@ -344,4 +345,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_tool(main)

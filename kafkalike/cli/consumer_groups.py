@@ -58,6 +58,7 @@ from kafkalike.client.groups import (
     TopicPartition,
 )
 from kafkalike.protocol.errors import ErrorCode
+from kafkalike.cli.tool_main import run_tool
 
 LOGGER_NAME = "kafka.admin.ConsumerGroupCommand$"
 KAFKA_VERSION = "2.8.0"
@@ -591,4 +592,4 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_tool(main)

@@ -16,6 +16,7 @@ from typing import Callable, Sequence, TextIO
 from kafkalike.properties import load as load_properties
 from kafkalike.client.admin import AdminClient, KafkaAdminError
 from kafkalike.protocol.errors import ErrorCode
+from kafkalike.cli.tool_main import run_tool
 
 ADMIN_COMMAND_FAILED = "kafka.common.AdminCommandFailedException"
 ADMIN_OPERATION = "kafka.admin.AdminOperationException"
@@ -267,4 +268,4 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_tool(main)

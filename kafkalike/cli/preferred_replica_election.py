@@ -28,6 +28,7 @@ from kafkalike.client.admin import AdminClient, KafkaAdminError
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.zkdata.topic_znodes import TopicPartition
 from kafkalike.zkdata.znodes import PreferredReplicaElectionZNode
+from kafkalike.cli.tool_main import run_tool
 
 DEPRECATION = "This tool is deprecated. Please use kafka-leader-election tool. Tracking issue at: TBD\n"
 HELP = """This tool helps to causes leadership for each partition to be transferred back to the 'preferred replica', it can be used to balance leadership among the servers.
@@ -177,4 +178,4 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_tool(main)

@@ -56,6 +56,7 @@ from kafkalike.client.admin import (
 )
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.storage.errors import ConfigError
+from kafkalike.cli.tool_main import run_tool
 
 LOGGER_NAME = "kafka.admin.TopicCommand$"
 KAFKA_VERSION = "2.8.0"
@@ -270,4 +271,4 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_tool(main)

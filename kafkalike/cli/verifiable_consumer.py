@@ -14,18 +14,17 @@ partitions and leaves the group) exactly as the Java tool's shutdown hook does.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import signal
 import sys
 import threading
-import time
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Sequence, TextIO
 
 from kafkalike.properties import load as load_properties
 from kafkalike.client.consumer import ConsumerRecord, KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafkalike.client.errors import WakeupError
+from kafkalike.cli.tool_main import JsonEvents, run_tool
 
 log = logging.getLogger("kafkalike.cli.verifiable_consumer")
 
@@ -84,17 +83,12 @@ class VerifiableConsumer:
         self.max_messages = max_messages
         self.use_auto_commit, self.use_async_commit, self.verbose = use_auto_commit, use_async_commit, verbose
         self.consumed = 0
-        self._lock = threading.Lock()
+        self.print_json = JsonEvents(out)
         self._stop_requested = False
         self.shutdown = threading.Event()
 
     # -- output --------------------------------------------------------------------------------
 
-    def print_json(self, name: str, **fields: Any) -> None:
-        line = json.dumps({"timestamp": int(time.time() * 1000), "name": name, **fields}, separators=(",", ":"))
-        with self._lock:
-            self.out.write(line + "\n")
-            self.out.flush()
 
     # -- the rebalance listener and the commit callback ----------------------------------------
 
@@ -271,4 +265,4 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
 if __name__ == "__main__":
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
-    sys.exit(main())
+    run_tool(main)

@@ -9,7 +9,6 @@ tool it sends without retries, and stops cleanly on SIGTERM or Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import threading
@@ -18,6 +17,7 @@ from typing import Any, Sequence, TextIO
 
 from kafkalike.properties import load as load_properties
 from kafkalike.client.producer import KafkaProducer
+from kafkalike.cli.tool_main import JsonEvents, run_tool
 
 STRING_SERIALIZER = "org.apache.kafka.common.serialization.StringSerializer"
 
@@ -40,14 +40,9 @@ class VerifiableProducer:
         self.num_sent = self.num_acked = 0
         self.stop = threading.Event()
         self._key_counter = 0
-        self._lock = threading.Lock()
+        self.print_json = JsonEvents(out)
         self._start_ms = int(time.time() * 1000)
 
-    def print_json(self, name: str, **fields: Any) -> None:
-        line = json.dumps({"timestamp": int(time.time() * 1000), "name": name, **fields}, separators=(",", ":"))
-        with self._lock:
-            self.out.write(line + "\n")
-            self.out.flush()
 
     def value(self, n: int) -> str:
         return f"{self.value_prefix}.{n}" if self.value_prefix is not None else str(n)
@@ -178,4 +173,4 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_tool(main)

@@ -164,3 +164,15 @@ def test_two_consumers_share_the_work_and_one_takes_over(broker):
         for member in (first, second):
             if member is not None:
                 member.kill()
+
+
+def test_a_tool_piped_into_head_ends_quietly(broker):
+    """As a JVM tool's PrintStream does, a reader that went away ends the output, not a traceback.
+    (Every tool's entry goes through kafkalike.cli.tool_main.run_tool.)"""
+    command = [str(REPO / "bin" / "kafka-verifiable-producer.sh"), "--bootstrap-server", broker.bootstrap,
+               "--topic", "piped", "--max-messages", "20000", "--throughput", "-1"]
+    shell = f"set -o pipefail; {' '.join(command)} | head -2"
+    done = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120, env=tool_env())
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 2
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
