@@ -2,8 +2,9 @@
 # The main job: install what is missing, start ZooKeeper and one broker on this machine
 # (both in the background, from config/zookeeper.properties and config/server.properties),
 # then a short demo: bin/kafka-topics.sh creates, lists, describes, alters and deletes topics,
-# kcat (an independent Kafka client) produces and consumes records, and
-# bin/kafka-dump-log.sh shows the segment file the broker wrote.
+# kcat (an independent Kafka client) produces and consumes records,
+# bin/kafka-dump-log.sh shows the segment file the broker wrote, and
+# bin/kafkalike-spark-load.sh loads the demo topic into Parquet with Spark (under $LOG_DIR).
 # Stop with bin/kafka-server-stop.sh and bin/zookeeper-server-stop.sh.
 set -euo pipefail
 
@@ -58,6 +59,41 @@ run bin/kafka-dump-log.sh --print-data-log --files "$log_dir/$topic-0/0000000000
 run bin/kafka-topics.sh --zookeeper "localhost:$zk_port" --create --topic kafkalike-scratch --partitions 1 --replication-factor 1
 run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --delete --topic kafkalike-scratch
 run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --list
+
+echo
+echo "== Spark batch load: $topic into Parquet, the offsets loaded kept in a consumer group"
+loader=kafkalike-demo-loader
+load_dir=$LOG_DIR/spark-load
+# The topic was created afresh above, so the loader starts afresh too.
+bin/kafka-consumer-groups.sh --bootstrap-server "$bootstrap" --delete --group "$loader" >/dev/null 2>&1 || true
+rm -rf "$load_dir"
+echo "\$ seq 1 36 | awk '{printf \"user-%d:event-%d\\n\", \$1 % 7, \$1}' | kcat -b $bootstrap -t $topic -P -K:"
+seq 1 36 | awk '{printf "user-%d:event-%d\n", $1 % 7, $1}' | kcat -b "$bootstrap" -t "$topic" -P -K:
+run bin/kafkalike-spark-load.sh --bootstrap-server "$bootstrap" --topic "$topic" --group "$loader" \
+    --output "$load_dir"
+run bin/kafka-consumer-groups.sh --bootstrap-server "$bootstrap" --describe --group "$loader"
+echo
+echo "\$ $PYTHON - $load_dir   # pyarrow reads the Parquet dataset (topic=/date= directories)"
+"$PYTHON" - "$load_dir" <<'PY'
+import collections
+import sys
+
+import pyarrow.dataset as ds
+
+rows = ds.dataset(sys.argv[1], format="parquet", partitioning="hive").to_table().to_pylist()
+rows.sort(key=lambda r: (r["partition"], r["offset"]))
+counts = collections.Counter((r["topic"], str(r["date"]), r["partition"]) for r in rows)
+for (topic, date, partition), n in sorted(counts.items()):
+    print(f"topic={topic}/date={date}  partition {partition}: {n} records")
+for r in rows[:5]:
+    key = None if r["key"] is None else r["key"].decode()
+    print(f"  partition {r['partition']} offset {r['offset']}  key {key}  value {r['value'].decode()}  "
+          f"timestamp {r['timestamp']:%Y-%m-%d %H:%M:%S}")
+print(f"{len(rows)} records in all")
+PY
+# Run again: nothing is new, so nothing is loaded twice.
+run bin/kafkalike-spark-load.sh --bootstrap-server "$bootstrap" --topic "$topic" --group "$loader" \
+    --output "$load_dir"
 
 echo
 echo "ZooKeeper and the broker keep running (logs in $LOG_DIR)."
