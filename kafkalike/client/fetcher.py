@@ -151,6 +151,7 @@ class _CompletedFetch:
         # read_committed only: (producer id, first offset) of aborted transactions, by first offset
         self._aborted = deque(sorted(aborted, key=lambda a: a[1])) if aborted is not None else None
         self._aborted_producers: set[int] = set()
+        self.corrupt: KafkaError | None = None
 
     def _skip_aborted(self, batch) -> bool:
         """Whether a batch belongs to an aborted transaction (read_committed only)."""
@@ -174,7 +175,17 @@ class _CompletedFetch:
                 if self._batch is not None:
                     state.position = max(state.position, self._batch.next_offset)
                     self._batch = None
-                batch = next(self._batches, None)
+                if self.corrupt is not None:
+                    raise self.corrupt
+                try:
+                    batch = next(self._batches, None)
+                except Exception as error:  # a batch that fails its CRC or does not parse
+                    self.corrupt = KafkaError(f"Received exception when fetching the next record from {self.tp}. "
+                                               "If needed, please seek past the record to continue consumption.")
+                    self.corrupt.__cause__ = error
+                    if out:
+                        return out  # the good records first, as Java's fetcher hands them over
+                    raise self.corrupt
                 if batch is None:
                     self.exhausted = True
                     break
@@ -352,14 +363,14 @@ class Fetcher:
                 continue
             try:
                 taken = completed.take(state, limit - len(out), self._build)
-            except RecordDeserializationError:
+            except Exception as error:
+                # A record that cannot be deserialized, or a corrupt batch, keeps its answer: the
+                # next poll meets it again, unless the user seeks past it. Other errors come back
+                # with the next fetch.
+                if not (isinstance(error, RecordDeserializationError) or error is completed.corrupt):
+                    self._completed.popleft()
                 if out:
-                    return out
-                raise  # the answer stays: the next poll meets the same record, unless the user seeks past it
-            except Exception:
-                self._completed.popleft()
-                if out:
-                    return out  # hand over what was read; the error comes back on the next fetch
+                    return out  # hand over what was read first
                 raise
             out.extend(taken)
             completed.fetch_offset = state.position

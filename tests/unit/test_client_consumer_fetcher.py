@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalike.client.errors import (IllegalStateError, NoOffsetForPartitionError, OffsetOutOfRangeError,
-                                     RecordDeserializationError)
+from kafkalike.client.errors import (IllegalStateError, KafkaError, NoOffsetForPartitionError,
+                                     OffsetOutOfRangeError, RecordDeserializationError)
 from kafkalike.client.fetcher import Fetcher, SubscriptionState
 from kafkalike.client.metadata import Cluster, Node, PartitionInfo, TopicPartition, TopicView
 from kafkalike.protocol.errors import ErrorCode
@@ -244,3 +244,29 @@ def test_an_error_code_no_fetch_should_get_is_raised():
     net.sent[0][2].complete(answer(error=ErrorCode.INVALID_REQUEST))
     with pytest.raises(IllegalStateError, match="Unexpected error code 42 while fetching at offset 0"):
         fetcher.fetched_records()
+
+
+def test_a_corrupt_batch_comes_after_the_good_records_and_names_the_partition():
+    """Java returns the records before a corrupt batch, then raises "Received exception when
+    fetching the next record from T-P" at that position until the user seeks past it."""
+    message = ("Received exception when fetching the next record from t-0. If needed, please seek past the "
+               "record to continue consumption.")
+    net, subs, fetcher = make()
+    subs.seek(TP, 0)
+    fetcher.send_fetches()
+    bad = bytearray(batch(3, 2))
+    bad[-1] ^= 0xFF                       # a flipped bit in the records: the CRC no longer holds
+    net.sent[0][2].complete(answer(batch(0, 3) + bytes(bad) + batch(5, 1)))
+    assert [r.offset for r in fetcher.fetched_records()] == [0, 1, 2]
+    assert subs.assignment[TP].position == 3
+    with pytest.raises(KafkaError, match=message):
+        fetcher.fetched_records()
+    assert subs.assignment[TP].position == 3
+    with pytest.raises(KafkaError, match=message):      # again on the next poll: nothing is skipped
+        fetcher.fetched_records()
+    assert subs.assignment[TP].position == 3
+    subs.seek(TP, 5)
+    assert fetcher.fetched_records() == []              # the answer holding the bad batch is stale now
+    assert fetcher.send_fetches() == 1
+    net.sent[-1][2].complete(answer(batch(5, 1)))
+    assert [r.offset for r in fetcher.fetched_records()] == [5]
