@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 from twisted.internet import defer
 
-from kafkalike.broker.topic_names import InvalidTopicName, collides, validate
-from kafkalike.controller.assignment import (InvalidPartitions, InvalidReplicationFactor,
-                                             assign_replicas)
+from kafkalike.common.assignment import InvalidPartitions, InvalidReplicationFactor, assign_replicas
+from kafkalike.common.topics import InvalidTopicName, collides, validate
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.storage.config import LogConfig
 from kafkalike.zkdata.errors import TopicAlreadyMarkedForDeletionError, TopicExistsError

@@ -13,7 +13,7 @@ import logging
 
 from twisted.internet import defer, task
 
-from kafkalike.broker import outbound
+from kafkalike.common import outbound
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.alter_isr import AlterIsrRequest
 

@@ -23,6 +23,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from kafkalike import properties
+from kafkalike.common.resources import ConfigSource, ConfigSynonym
+from kafkalike.common.versions import (  # noqa: F401 (api_version_at_least: re-exported for the broker)
+    LATEST_API_VERSION,
+    api_version_at_least,
+    record_version,
+    resolve_api_version,
+)
 
 SHORT_MIN, SHORT_MAX = -(2**15), 2**15 - 1
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
@@ -53,18 +60,6 @@ class ConfigType(enum.Enum):
     LIST = 7
     CLASS = 8
     PASSWORD = 9
-
-
-class ConfigSource(enum.IntEnum):
-    """Where a value came from, with DescribeConfigs' wire codes."""
-
-    UNKNOWN = 0
-    TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 
 class UpdateMode(str, enum.Enum):
@@ -195,44 +190,6 @@ def each_one_of(*choices: str) -> Validator:
             if item not in choices:
                 raise invalid(name, item, f"String must be one of: {', '.join(choices)}")
     return check
-
-
-# Every inter-broker protocol / message format version Kafka 2.8 knows, oldest first.
-API_VERSIONS: tuple[str, ...] = (
-    "0.8.0", "0.8.1", "0.8.2", "0.9.0",
-    "0.10.0-IV0", "0.10.0-IV1", "0.10.1-IV0", "0.10.1-IV1", "0.10.1-IV2", "0.10.2-IV0",
-    "0.11.0-IV0", "0.11.0-IV1", "0.11.0-IV2", "1.0-IV0", "1.1-IV0",
-    "2.0-IV0", "2.0-IV1", "2.1-IV0", "2.1-IV1", "2.1-IV2", "2.2-IV0", "2.2-IV1",
-    "2.3-IV0", "2.3-IV1", "2.4-IV0", "2.4-IV1", "2.5-IV0", "2.6-IV0",
-    "2.7-IV0", "2.7-IV1", "2.7-IV2", "2.8-IV0", "2.8-IV1",
-)
-LATEST_API_VERSION = API_VERSIONS[-1]
-_API_VERSION_INDEX: dict[str, int] = {}
-for _i, _v in enumerate(API_VERSIONS):
-    _API_VERSION_INDEX[_v] = _i
-    _API_VERSION_INDEX[_v.split("-")[0]] = _i  # a short name means its latest IV
-
-
-def resolve_api_version(text: str) -> str:
-    """ApiVersion.apply: '2.8', '2.8.1' and '2.8-IV1' all mean 2.8-IV1; '0.10.2.1' means 0.10.2."""
-    parts = text.split(".")
-    key = ".".join(parts[:3] if text.startswith("0.") else parts[:2])
-    if key not in _API_VERSION_INDEX:
-        raise ValueError(f"Version `{text}` is not a valid version")
-    return API_VERSIONS[_API_VERSION_INDEX[key]]
-
-
-def api_version_at_least(version: str, minimum: str) -> bool:
-    """IBP feature gates, e.g. api_version_at_least(ibp, '2.7-IV2') for AlterIsr."""
-    return _API_VERSION_INDEX[resolve_api_version(version)] >= _API_VERSION_INDEX[minimum]
-
-
-def record_version(version: str) -> int:
-    """The record batch magic a message format version writes: 0, 1 or 2."""
-    index = _API_VERSION_INDEX[resolve_api_version(version)]
-    if index < _API_VERSION_INDEX["0.10.0-IV1"]:
-        return 0
-    return 1 if index < _API_VERSION_INDEX["0.11.0-IV0"] else 2
 
 
 def _api_version(name: str, value: Any) -> None:
@@ -734,13 +691,6 @@ def parse_overrides(args: Iterable[str]) -> dict[str, str]:
         if key:
             result[key] = value
     return result
-
-
-@dataclass(frozen=True)
-class ConfigSynonym:
-    name: str
-    value: str | None
-    source: ConfigSource
 
 
 @dataclass(frozen=True)

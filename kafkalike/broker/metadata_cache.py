@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from kafkalike.protocol.errors import ErrorCode
 
 NO_LEADER = -1
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 @dataclass(frozen=True)

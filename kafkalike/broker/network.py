@@ -13,7 +13,7 @@ from collections import deque
 
 from twisted.internet import defer, protocol
 
-from kafkalike.broker.framing import SizePrefixedReceiver
+from kafkalike.common.framing import SizePrefixedReceiver
 from kafkalike.broker.registry import HANDLERS, RequestContext
 from kafkalike.protocol.api import decode_request_header, encode_response, size_prefixed
 from kafkalike.protocol.errors import ErrorCode, ProtocolDecodeError

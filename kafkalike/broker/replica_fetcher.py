@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from twisted.internet import defer, task
 
-from kafkalike.broker import outbound
+from kafkalike.common import outbound
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.fetch import FetchRequest
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkalike.broker.config import TOPIC_CONFIG_SYNONYMS, ConfigSource, ConfigType, broker_synonyms
+from kafkalike.broker.config import TOPIC_CONFIG_SYNONYMS, ConfigType, broker_synonyms
+from kafkalike.common.resources import ConfigSource
 from kafkalike.storage.config import CONFIG_KEYS, KEYS_BY_NAME, LogConfig
 
 _TYPES = {"int": ConfigType.INT, "long": ConfigType.LONG, "double": ConfigType.DOUBLE,

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Sequence, TextIO
 
 from kafkalike.cli import joptions
 from kafkalike.cli.joptions import Dialect, Option, ParsedArgs, UsageError
-from kafkalike.client.admin import INTERNAL_TOPICS
+from kafkalike.common.topics import INTERNAL_TOPICS
 from kafkalike.storage.config import CONFIG_KEYS, KEYS_BY_NAME, LogConfig
 
 # -- Java's exceptions, as the tool reports them ---------------------------------------

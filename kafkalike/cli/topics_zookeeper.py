@@ -15,7 +15,6 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from kafkalike.broker.topic_names import InvalidTopicName, collides, validate
 from kafkalike.cli.topics_describe import (
     DescribeFilter,
     PartitionView,
@@ -34,8 +33,8 @@ from kafkalike.cli.topics_options import (
     ensure_topic_exists,
     topic_filter,
 )
-from kafkalike.client.admin import INTERNAL_TOPICS
-from kafkalike.controller.assignment import InvalidPartitions, InvalidReplicationFactor, assign_replicas
+from kafkalike.common.assignment import InvalidPartitions, InvalidReplicationFactor, assign_replicas
+from kafkalike.common.topics import INTERNAL_TOPICS, InvalidTopicName, collides, validate
 from kafkalike.storage.config import LogConfig
 from kafkalike.zkdata.broker_registration import BROKER_IDS_PATH, BrokerIdZNode, BrokerRegistration
 from kafkalike.zkdata.kafka_json import java_properties_order

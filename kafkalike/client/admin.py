@@ -9,11 +9,24 @@ name and the broker's message (or Kafka's default text when the broker sent none
 from __future__ import annotations
 
 import time
-import uuid
-from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
+from kafkalike.client.admin_types import (
+    AlterConfigOp,
+    AlterConfigOpType,
+    BrokerNode,
+    ClusterDescription,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSynonym,
+    CreatedTopic,
+    NewPartitions,
+    NewTopic,
+    PartitionInfo,
+    PartitionReassignment,
+    TopicDescription,
+    TopicListing,
+)
 from kafkalike.client.connection import (
     BrokerConnection,
     KafkaConnectionError,
@@ -32,7 +45,9 @@ from kafkalike.client.groups import (
     TopicPartition,
     decode_assignment,
 )
-from kafkalike.protocol.errors import ErrorCode, default_message
+from kafkalike.common.resources import ConfigSource, ResourceType
+from kafkalike.common.topics import INTERNAL_TOPICS
+from kafkalike.protocol.errors import ErrorCode, default_message, java_exception_name
 from kafkalike.protocol.messages.alter_configs import AlterConfigsRequest
 from kafkalike.protocol.messages.create_partitions import CreatePartitionsRequest
 from kafkalike.protocol.messages.create_topics import CreateTopicsRequest
@@ -62,32 +77,6 @@ DEFAULTS = {
     "retry.backoff.ms": "100",
     "security.protocol": "PLAINTEXT",
 }
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-
-# Java exception names that do not follow from the error name by camel-casing it.
-_IRREGULAR_EXCEPTIONS = {
-    ErrorCode.UNKNOWN_SERVER_ERROR: "UnknownServerException",
-    ErrorCode.CORRUPT_MESSAGE: "CorruptRecordException",
-    ErrorCode.REQUEST_TIMED_OUT: "TimeoutException",
-    ErrorCode.MESSAGE_TOO_LARGE: "RecordTooLargeException",
-    ErrorCode.STALE_CONTROLLER_EPOCH: "ControllerMovedException",
-    ErrorCode.OFFSET_METADATA_TOO_LARGE: "OffsetMetadataTooLarge",  # sic: no "Exception" in Kafka's name
-    ErrorCode.NETWORK_EXCEPTION: "NetworkException",
-    ErrorCode.INVALID_TOPIC_EXCEPTION: "InvalidTopicException",
-    ErrorCode.RECORD_LIST_TOO_LARGE: "RecordBatchTooLargeException",
-    ErrorCode.TOPIC_ALREADY_EXISTS: "TopicExistsException",
-    ErrorCode.INVALID_CONFIG: "InvalidConfigurationException",
-    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER: "OutOfOrderSequenceException",
-    ErrorCode.DUPLICATE_SEQUENCE_NUMBER: "DuplicateSequenceException",
-    ErrorCode.INVALID_PRODUCER_ID_MAPPING: "InvalidPidMappingException",
-    ErrorCode.INVALID_TRANSACTION_TIMEOUT: "InvalidTxnTimeoutException",
-    ErrorCode.KAFKA_STORAGE_ERROR: "KafkaStorageException",
-    ErrorCode.SASL_AUTHENTICATION_FAILED: "SaslAuthenticationException",
-    ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED: "DelegationTokenDisabledException",
-    ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED: "UnsupportedByAuthenticationException",
-    ErrorCode.NON_EMPTY_GROUP: "GroupNotEmptyException",
-    ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE: "PrincipalDeserializationException",
-}
 
 # A group's coordinator moved, is not elected yet, or is still reading its partition.
 _COORDINATOR_RETRIABLE = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
@@ -97,17 +86,6 @@ _LEADER_RETRIABLE = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADE
                                ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.FENCED_LEADER_EPOCH,
                                ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.OFFSET_NOT_AVAILABLE,
                                ErrorCode.KAFKA_STORAGE_ERROR})
-
-
-def java_exception_name(code: ErrorCode) -> str:
-    """The simple name of the exception Kafka's Java client raises for an error code."""
-    code = ErrorCode(code)
-    if code in _IRREGULAR_EXCEPTIONS:
-        return _IRREGULAR_EXCEPTIONS[code]
-    name = code.name
-    if name.endswith("_AUTHORIZATION_FAILED"):
-        name = name[: -len("_FAILED")]
-    return "".join(part.capitalize() for part in name.split("_")) + "Exception"
 
 
 class KafkaAdminError(Exception):
@@ -130,141 +108,6 @@ class KafkaAdminError(Exception):
 
 class _Retry(Exception):
     """Try the call again after a metadata refresh (connection lost, controller moved)."""
-
-
-class ResourceType(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    BROKER = 4
-    BROKER_LOGGER = 8
-
-
-class ConfigSource(IntEnum):
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-
-
-class AlterConfigOpType(IntEnum):
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
-
-
-@dataclass(frozen=True)
-class ConfigResource:
-    type: ResourceType
-    name: str
-
-
-@dataclass(frozen=True)
-class AlterConfigOp:
-    name: str
-    value: str | None
-    op: AlterConfigOpType = AlterConfigOpType.SET
-
-
-@dataclass(frozen=True)
-class ConfigSynonym:
-    name: str
-    value: str | None
-    source: ConfigSource
-
-
-@dataclass(frozen=True)
-class ConfigEntry:
-    name: str
-    value: str | None
-    source: ConfigSource = ConfigSource.UNKNOWN
-    read_only: bool = False
-    is_sensitive: bool = False
-    synonyms: tuple[ConfigSynonym, ...] = ()
-
-    @property
-    def is_default(self) -> bool:
-        """As Java's ConfigEntry.isDefault: only a value from Kafka's built-in defaults counts."""
-        return self.source == ConfigSource.DEFAULT_CONFIG
-
-
-@dataclass
-class NewTopic:
-    """num_partitions / replication_factor of -1 ask for the broker's defaults (CreateTopics v4+)."""
-
-    name: str
-    num_partitions: int = -1
-    replication_factor: int = -1
-    replica_assignment: Mapping[int, Sequence[int]] | None = None
-    configs: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class NewPartitions:
-    total_count: int
-    assignments: Sequence[Sequence[int]] | None = None
-
-
-@dataclass(frozen=True)
-class TopicListing:
-    name: str
-    topic_id: uuid.UUID
-    is_internal: bool
-
-
-@dataclass(frozen=True)
-class PartitionInfo:
-    """leader is None when there is none or it is not a live broker (Java's null leader)."""
-
-    partition: int
-    leader: int | None
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    offline_replicas: tuple[int, ...] = ()
-    leader_epoch: int = -1
-
-
-@dataclass(frozen=True)
-class TopicDescription:
-    name: str
-    topic_id: uuid.UUID
-    is_internal: bool
-    partitions: tuple[PartitionInfo, ...]
-
-
-@dataclass(frozen=True)
-class BrokerNode:
-    id: int
-    host: str
-    port: int
-    rack: str | None = None
-
-
-@dataclass(frozen=True)
-class ClusterDescription:
-    cluster_id: str | None
-    controller_id: int
-    brokers: tuple[BrokerNode, ...]
-
-
-@dataclass(frozen=True)
-class CreatedTopic:
-    name: str
-    topic_id: uuid.UUID
-    num_partitions: int
-    replication_factor: int
-
-
-@dataclass(frozen=True)
-class PartitionReassignment:
-    replicas: tuple[int, ...]
-    adding_replicas: tuple[int, ...]
-    removing_replicas: tuple[int, ...]
 
 
 def _ms(config: Mapping[str, str], key: str) -> float:

@@ -46,6 +46,7 @@ from kafkalike.client.errors import (
     error_for_code,
 )
 from kafkalike.client.metadata import TopicPartition
+from kafkalike.common.topics import INTERNAL_TOPICS
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kafkalike.protocol.messages.heartbeat import HeartbeatRequest
@@ -61,7 +62,6 @@ NO_GENERATION = -1
 UNKNOWN_MEMBER = ""
 _COORDINATOR_ERRORS = {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR, ErrorCode.REQUEST_TIMED_OUT}
 _MEMBER_GONE = {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION}
-_INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ class ConsumerCoordinator:
         if self.pattern is None:
             return
         matched = {t for t in self.net.cluster.topics if self.pattern.fullmatch(t)
-                   and not (self.exclude_internal and t in _INTERNAL_TOPICS)}
+                   and not (self.exclude_internal and t in INTERNAL_TOPICS)}
         if matched != self.topics:
             log.info("%sSubscribed to pattern: '%s' -> %s", self.log_prefix, self.pattern.pattern, sorted(matched))
             self.topics = matched

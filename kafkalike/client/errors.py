@@ -8,8 +8,7 @@ decides on its own (time-outs, sizes, configuration, serialization) has its own 
 """
 from __future__ import annotations
 
-from kafkalike.client.admin import java_exception_name
-from kafkalike.protocol.errors import ErrorCode, default_message
+from kafkalike.protocol.errors import ErrorCode, default_message, java_exception_name
 
 _ERRORS = "org.apache.kafka.common.errors."
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from twisted.internet import defer, task
 
-from kafkalike.broker import outbound
+from kafkalike.common import outbound
 
 log = logging.getLogger("kafka.controller.ControllerChannelManager")
 RETRY_BACKOFF_S = 0.3

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-OFFSETS_TOPIC = "__consumer_offsets"
+from kafkalike.common.topics import OFFSETS_TOPIC
+
+__all__ = ["INT32_MAX", "OFFSETS_TOPIC", "CoordinatorConfig"]
+
 INT32_MAX = 2**31 - 1
 
 

@@ -1,7 +1,9 @@
 """Kafka's error codes and the one exception type for undecodable bytes.
 
 Codes and names are Kafka 2.8's; a handler answers with these numbers, and clients
-map them back to their own exceptions, so the numbers are the contract.
+map them back to their own exceptions, so the numbers are the contract. Each code's
+default message and the name of the exception Kafka's Java client raises for it
+(`java_exception_name`) live here too, so every floor prints them the same way.
 """
 from __future__ import annotations
 
@@ -277,6 +279,43 @@ def default_message(code: ErrorCode | int) -> str:
     except ValueError:
         return str(code)
     return _DEFAULT_MESSAGES.get(code, code.name)
+
+
+# Java exception names that do not follow from the error name by camel-casing it.
+_IRREGULAR_EXCEPTIONS = {
+    ErrorCode.UNKNOWN_SERVER_ERROR: "UnknownServerException",
+    ErrorCode.CORRUPT_MESSAGE: "CorruptRecordException",
+    ErrorCode.REQUEST_TIMED_OUT: "TimeoutException",
+    ErrorCode.MESSAGE_TOO_LARGE: "RecordTooLargeException",
+    ErrorCode.STALE_CONTROLLER_EPOCH: "ControllerMovedException",
+    ErrorCode.OFFSET_METADATA_TOO_LARGE: "OffsetMetadataTooLarge",  # sic: no "Exception" in Kafka's name
+    ErrorCode.NETWORK_EXCEPTION: "NetworkException",
+    ErrorCode.INVALID_TOPIC_EXCEPTION: "InvalidTopicException",
+    ErrorCode.RECORD_LIST_TOO_LARGE: "RecordBatchTooLargeException",
+    ErrorCode.TOPIC_ALREADY_EXISTS: "TopicExistsException",
+    ErrorCode.INVALID_CONFIG: "InvalidConfigurationException",
+    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER: "OutOfOrderSequenceException",
+    ErrorCode.DUPLICATE_SEQUENCE_NUMBER: "DuplicateSequenceException",
+    ErrorCode.INVALID_PRODUCER_ID_MAPPING: "InvalidPidMappingException",
+    ErrorCode.INVALID_TRANSACTION_TIMEOUT: "InvalidTxnTimeoutException",
+    ErrorCode.KAFKA_STORAGE_ERROR: "KafkaStorageException",
+    ErrorCode.SASL_AUTHENTICATION_FAILED: "SaslAuthenticationException",
+    ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED: "DelegationTokenDisabledException",
+    ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED: "UnsupportedByAuthenticationException",
+    ErrorCode.NON_EMPTY_GROUP: "GroupNotEmptyException",
+    ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE: "PrincipalDeserializationException",
+}
+
+
+def java_exception_name(code: ErrorCode) -> str:
+    """The simple name of the exception Kafka's Java client raises for an error code."""
+    code = ErrorCode(code)
+    if code in _IRREGULAR_EXCEPTIONS:
+        return _IRREGULAR_EXCEPTIONS[code]
+    name = code.name
+    if name.endswith("_AUTHORIZATION_FAILED"):
+        name = name[: -len("_FAILED")]
+    return "".join(part.capitalize() for part in name.split("_")) + "Exception"
 
 
 class KafkaProtocolError(Exception):

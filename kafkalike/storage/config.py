@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from kafkalike.common.versions import API_VERSIONS, LATEST_API_VERSION, SHORT_API_VERSIONS
 from kafkalike.storage.errors import ConfigError
 
 LONG_MAX = 2**63 - 1
@@ -29,17 +30,7 @@ CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
-# Every message format version Kafka 2.8 knows (ApiVersion.allVersions), as written.
-_API_VERSIONS = {
-    "0.8.0", "0.8.1", "0.8.2", "0.9.0",
-    "0.10.0-IV0", "0.10.0-IV1", "0.10.1-IV0", "0.10.1-IV1", "0.10.1-IV2", "0.10.2-IV0",
-    "0.11.0-IV0", "0.11.0-IV1", "0.11.0-IV2", "1.0-IV0", "1.1-IV0",
-    "2.0-IV0", "2.0-IV1", "2.1-IV0", "2.1-IV1", "2.1-IV2", "2.2-IV0", "2.2-IV1",
-    "2.3-IV0", "2.3-IV1", "2.4-IV0", "2.4-IV1", "2.5-IV0", "2.6-IV0",
-    "2.7-IV0", "2.7-IV1", "2.7-IV2", "2.8-IV0", "2.8-IV1",
-}
-_SHORT_VERSIONS = {v.split("-")[0] for v in _API_VERSIONS}
-LATEST_MESSAGE_FORMAT_VERSION = "2.8-IV1"
+LATEST_MESSAGE_FORMAT_VERSION = LATEST_API_VERSION
 
 _THROTTLED_REPLICA = re.compile(r"^\s*\d+\s*:\s*\d+\s*$")
 
@@ -150,11 +141,11 @@ def _list_of(*choices: str) -> Callable[[Any], str | None]:
 
 
 def _message_format_version(value: str) -> str | None:
-    if value in _API_VERSIONS or value in _SHORT_VERSIONS:
+    if value in API_VERSIONS or value in SHORT_API_VERSIONS:
         return None
     parts = value.split(".")
     keep = 3 if parts[0] == "0" else 2
-    if ".".join(parts[:keep]) in _SHORT_VERSIONS and all(p.isdigit() for p in parts):
+    if ".".join(parts[:keep]) in SHORT_API_VERSIONS and all(p.isdigit() for p in parts):
         return None  # "2.8.1" means format 2.8, as Kafka's ApiVersion.apply reads it
     return f"Version `{value}` is not a valid version"
 

@@ -1,7 +1,7 @@
 """Cost of receiving one large frame in 64 KiB reads: kafkalike's framing vs Twisted's.
 
 Twisted's Int32StringReceiver re-joins the buffered part of a frame on every read
-(quadratic in the frame size); kafkalike.broker.framing fills one buffer sized from the
+(quadratic in the frame size); kafkalike.common.framing fills one buffer sized from the
 prefix (linear). Run: python tests/bench/bench_framing.py
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from twisted.internet.testing import StringTransport
 from twisted.protocols.basic import Int32StringReceiver
 
-from kafkalike.broker.framing import SizePrefixedReceiver
+from kafkalike.common.framing import SizePrefixedReceiver
 
 pytestmark = pytest.mark.bench
 READ = 64 * 1024

@@ -10,8 +10,8 @@ from __future__ import annotations
 from twisted.internet import defer
 
 from kafkalike.broker import topic_configs
-from kafkalike.broker.config import ConfigSource
 from kafkalike.broker.registry import RequestContext, handler
+from kafkalike.common.resources import ConfigSource, ResourceType
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from kafkalike.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
@@ -20,7 +20,6 @@ from kafkalike.protocol.messages.incremental_alter_configs import (IncrementalAl
 from kafkalike.storage.config import LogConfig
 from kafkalike.zkdata.znodes import ConfigType
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 _Result = DescribeConfigsResponse.DescribeConfigsResult
 _Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 _Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
@@ -56,7 +55,7 @@ async def _describe_configs(ctx: RequestContext, request: DescribeConfigsRequest
         result = _Result(resource_type=res.resource_type, resource_name=res.resource_name, configs=[])
         try:
             wanted = None if res.configuration_keys is None else set(res.configuration_keys)
-            if res.resource_type == TOPIC:
+            if res.resource_type == ResourceType.TOPIC:
                 _check_topic(server, res.resource_name)
                 # Read from ZooKeeper, as Kafka does: a describe right after an alter must
                 # see it, even before the change notification has reached this broker.
@@ -64,7 +63,7 @@ async def _describe_configs(ctx: RequestContext, request: DescribeConfigsRequest
                 effective = LogConfig.from_props(overrides, server.default_log_config, strict=False)
                 entries = [_topic_entry(e, ctx.version, request)
                            for e in topic_configs.describe(server.config, overrides, effective)]
-            elif res.resource_type == BROKER:
+            elif res.resource_type == ResourceType.BROKER:
                 _check_broker_name(server, res.resource_name)
                 entries = [_broker_entry(e, ctx.version, request) for e in server.config.describe_all()]
             else:
@@ -121,7 +120,7 @@ async def _alter(ctx: RequestContext, changes, validate_only: bool, response_cls
     for rtype, name, compute in changes:
         resp = response_cls.AlterConfigsResourceResponse(resource_type=rtype, resource_name=name)
         try:
-            if rtype == TOPIC:
+            if rtype == ResourceType.TOPIC:
                 _check_topic(server, name)
                 current = await server.zk.get_entity_configs(ConfigType.TOPIC, name)
                 try:
@@ -133,7 +132,7 @@ async def _alter(ctx: RequestContext, changes, validate_only: bool, response_cls
                     raise _ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
                 if not validate_only:
                     await server.zk.change_topic_config(name, new)
-            elif rtype == BROKER:
+            elif rtype == ResourceType.BROKER:
                 _check_broker_name(server, name)
                 raise _ResourceError(ErrorCode.INVALID_REQUEST,
                                      "Dynamic broker configs are not supported; set them in server.properties")

@@ -12,8 +12,8 @@ written. With an older inter.broker.protocol.version the whole request is refuse
 """
 from __future__ import annotations
 
-from kafkalike.broker.config import api_version_at_least
 from kafkalike.broker.registry import RequestContext, handler
+from kafkalike.common.versions import api_version_at_least
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from kafkalike.broker.authorized_operations import CLUSTER_AUTHORIZED_OPERATIONS, TOPIC_AUTHORIZED_OPERATIONS
 from kafkalike.broker.registry import RequestContext, handler
-from kafkalike.broker.topic_names import InvalidTopicName, validate
+from kafkalike.common.topics import InvalidTopicName, validate
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.metadata import MetadataRequest, MetadataResponse
 

@@ -1,7 +1,15 @@
-"""Kafka's rules for topic names (kafka.common.Topic / org.apache.kafka.common.internals.Topic)."""
+"""Kafka's topic names: the internal topics and the rules a name must follow.
+
+As Kafka's `org.apache.kafka.common.internals.Topic`: one place for the names of the
+topics the cluster keeps for itself, and for what makes a topic name legal.
+"""
 from __future__ import annotations
 
 import re
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
 
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")

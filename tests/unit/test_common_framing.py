@@ -6,7 +6,7 @@ import random
 import pytest
 from twisted.internet.testing import StringTransport
 
-from kafkalike.broker.framing import SizePrefixedReceiver
+from kafkalike.common.framing import SizePrefixedReceiver
 
 
 class Collector(SizePrefixedReceiver):

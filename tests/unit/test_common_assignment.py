@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from kafkalike.controller.assignment import (InvalidPartitions, InvalidReplicationFactor,
-                                             assign_replicas, rack_alternated)
+from kafkalike.common.assignment import (InvalidPartitions, InvalidReplicationFactor,
+                                         assign_replicas, rack_alternated)
 
 
 def test_kafka_documented_example_five_brokers_ten_partitions():

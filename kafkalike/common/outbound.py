@@ -12,7 +12,7 @@ import logging
 from twisted.internet import defer, protocol, reactor as default_reactor
 from twisted.internet.endpoints import TCP4ClientEndpoint
 
-from kafkalike.broker.framing import SizePrefixedReceiver
+from kafkalike.common.framing import SizePrefixedReceiver
 from kafkalike.protocol.api import decode_response, encode_request
 from kafkalike.protocol.schema import MessageData
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalike.broker.topic_names import InvalidTopicName, collides, validate
+from kafkalike.common.topics import InvalidTopicName, collides, validate
 
 
 @pytest.mark.parametrize("name", ["orders", "a.b_c-d", "x" * 249, "__consumer_offsets"])
