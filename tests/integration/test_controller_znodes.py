@@ -40,10 +40,13 @@ def test_a_topic_created_through_zookeeper_gets_a_topic_id_from_the_controller(f
         topic_id = eventually(written_id)
         assert topic_id and uuid_from_base64(topic_id).int != 0
         assert json.loads(zk.get("/brokers/topics/legacy")[0])["partitions"] == {"0": [0]}
-        described = eventually(lambda: topics("--bootstrap-server", fresh_broker.bootstrap, "--describe",
-                                              "--topic", "legacy").startswith(f"Topic: legacy\tTopicId: {topic_id}")
-                               and topics("--bootstrap-server", fresh_broker.bootstrap, "--describe", "--topic",
-                                          "legacy"))
+        def described() -> str:
+            """The describe output once the broker's metadata carries the id ("" before)."""
+            out, err = io.StringIO(), io.StringIO()
+            kafka_topics(["--bootstrap-server", fresh_broker.bootstrap, "--describe", "--topic", "legacy"],
+                         out=out, err=err)
+            return out.getvalue() if out.getvalue().startswith(f"Topic: legacy\tTopicId: {topic_id}") else ""
+        described = eventually(described)
         assert described, "brokers never learned the topic id"
         assert ZERO_ID not in described
         # The controller enabled feature versioning, as 2.8's does by default.
