@@ -22,6 +22,7 @@ import time
 import traceback
 from typing import Callable, Mapping, Sequence, TextIO, TypeVar
 
+from kafkalike.cli import joptions
 from kafkalike.properties import load as load_properties
 from kafkalike.cli.consumer_groups_format import (
     MISSING,
@@ -543,6 +544,11 @@ def _parse_topic_partitions(arg: str) -> list[TopicPartition]:
 
 def run(args: ParsedArgs, out: TextIO, err: TextIO) -> int:
     """Kafka's run(): any failure of the command is an "Error:" line, and the exit status stays 0."""
+    with joptions.tools_logging(err, joptions.ADMIN_LOGGERS):
+        return _run(args, out, err)
+
+
+def _run(args: ParsedArgs, out: TextIO, err: TextIO) -> int:
     service = ConsumerGroupService(args, out, err)
     try:
         if args.has("list"):

@@ -16,11 +16,12 @@ tools use for their log lines on stderr.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence, TextIO
+from typing import Callable, Iterator, Mapping, Sequence, TextIO
 
 from kafkalike.client.errors import java_view
 
@@ -288,10 +289,25 @@ def setup_tools_logging(err: TextIO, java_loggers: Mapping[str, str]) -> logging
     return handler
 
 
+@contextlib.contextmanager
+def tools_logging(err: TextIO, java_loggers: Mapping[str, str]) -> Iterator[None]:
+    """setup_tools_logging for the length of one tool run (tests run tools in-process)."""
+    handler = setup_tools_logging(err, java_loggers)
+    try:
+        yield
+    finally:
+        logging.getLogger("kafkalike").removeHandler(handler)
+
+
+# The admin client's warnings, as the Java tools print them.
+ADMIN_LOGGERS = {"kafkalike.client.admin": "org.apache.kafka.clients.NetworkClient"}
+
+
 def tools_error_line(message: str, logger: str, trace: str) -> str:
     """One ERROR line in the tools layout, then the exception's lines, as log4j prints error(msg, e)."""
     return f"[{log_stamp(time.time())}] ERROR {message} ({logger})\n{trace}\n"
 
 
 __all__ = ["CONSOLE", "Dialect", "KAFKA_VERSION", "Option", "ParsedArgs", "ToolsLayout", "UsageError", "format_help", "log_stamp",
-           "options_table", "parse_args", "parse_key_values", "resolve", "setup_tools_logging", "tools_error_line"]
+           "options_table", "parse_args", "parse_key_values", "resolve", "setup_tools_logging", "tools_error_line", "tools_logging",
+           "ADMIN_LOGGERS"]

@@ -17,6 +17,7 @@ import time
 import traceback
 from typing import Mapping, Sequence, TextIO
 
+from kafkalike.cli import joptions
 from kafkalike.properties import load as load_properties
 from kafkalike.cli.topics_describe import (
     DescribeFilter,
@@ -227,6 +228,11 @@ def _create(service, args: ParsedArgs, out: TextIO) -> None:
 
 def run(args: ParsedArgs, out: TextIO, err: TextIO) -> int:
     """Everything after the option checks: Kafka's main body, with its error handling."""
+    with joptions.tools_logging(err, joptions.ADMIN_LOGGERS):
+        return _run(args, out, err)
+
+
+def _run(args: ParsedArgs, out: TextIO, err: TextIO) -> int:
     service = _open_service(args, out)
     try:
         if args.has("create"):

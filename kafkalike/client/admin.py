@@ -8,6 +8,8 @@ name and the broker's message (or Kafka's default text when the broker sent none
 """
 from __future__ import annotations
 
+import logging
+import socket
 import time
 from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
@@ -67,6 +69,11 @@ from kafkalike.protocol.messages.offset_commit import OffsetCommitRequest
 from kafkalike.protocol.messages.offset_delete import OffsetDeleteRequest
 from kafkalike.protocol.messages.offset_fetch import OffsetFetchRequest
 from kafkalike.protocol.types import ZERO_UUID
+
+log = logging.getLogger("kafkalike.client.admin")
+# A broker that cannot be reached is reported at most this often, as Java's NetworkClient
+# reports each attempt its reconnect backoff (up to reconnect.backoff.max.ms, 1 s) allows.
+UNREACHABLE_WARNING_INTERVAL_S = 1.0
 
 T = TypeVar("T")
 
@@ -132,6 +139,7 @@ class AdminClient:
         self._brokers: dict[int, BrokerNode] = {}
         self._controller_id = -1
         self._cluster_id: str | None = None
+        self._unreachable_warned: dict[tuple[str, int], float] = {}
 
     def __enter__(self) -> AdminClient:
         return self
@@ -651,12 +659,31 @@ class AdminClient:
         try:
             connection.connect()
         except KafkaConnectionError:
+            self._warn_unreachable(host, port)
             raise _Retry(False) from None
         except UnsupportedApiVersion as error:
             raise KafkaAdminError(ErrorCode.UNSUPPORTED_VERSION, str(error)) from None
         connection.timeout = self._request_timeout
         self._connections[key] = connection
         return connection
+
+    def _warn_unreachable(self, host: str, port: int) -> None:
+        """Java's "Connection to node N (host/ip:port) could not be established" warning, so a
+        tool waiting on an unreachable cluster is not silent; bootstrap servers are nodes -1, -2, ..."""
+        now = time.monotonic()
+        if now - self._unreachable_warned.get((host, port), -UNREACHABLE_WARNING_INTERVAL_S) \
+                < UNREACHABLE_WARNING_INTERVAL_S:
+            return
+        self._unreachable_warned[(host, port)] = now
+        node = next((b.id for b in self._brokers.values() if (b.host, b.port) == (host, port)), None)
+        if node is None:
+            node = -1 - list(self._bootstrap).index((host, port)) if (host, port) in self._bootstrap else -1
+        try:
+            address = f"{host}/{socket.gethostbyname(host)}:{port}"
+        except OSError:
+            address = f"{host}:{port}"
+        log.warning("[AdminClient clientId=%s] Connection to node %d (%s) could not be established. "
+                    "Broker may not be available.", self.config["client.id"], node, address)
 
     def _any_connection(self, deadline: float) -> BrokerConnection:
         for connection in self._connections.values():

@@ -171,8 +171,13 @@ def test_an_unreachable_cluster_is_an_error_line_and_exit_status_0():
     assert code == 0
     assert out == ("\nError: Executing consumer group command failed due to org.apache.kafka.common.errors."
                    "TimeoutException: Timed out waiting for a node assignment. Call: listGroups\n")
-    assert err.startswith("java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.TimeoutException")
-    assert "Caused by: org.apache.kafka.common.errors.TimeoutException" in err
+    # The NetworkClient warnings while it waited come first, then the stack Kafka's tool prints.
+    warnings = [line for line in err.splitlines() if " WARN [AdminClient clientId=adminclient-1] Connection to node -1 "
+                in line]
+    assert warnings and err.splitlines()[:len(warnings)] == warnings
+    trace = "\n".join(err.splitlines()[len(warnings):])
+    assert trace.startswith("java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.TimeoutException")
+    assert "Caused by: org.apache.kafka.common.errors.TimeoutException" in trace
 
 
 def test_a_malformed_timeout_fails_the_command_not_the_start():

@@ -286,3 +286,20 @@ def test_admin_describe_order_is_javas_hash_map_order():
 def test_config_order_is_the_order_of_a_default_hash_map():
     assert config_order(["b", "a"]) == ["a", "b"]          # buckets 2 and 1 of 16
     assert config_order(["q", "a"]) == ["q", "a"]          # 113 and 97: both bucket 1, insertion order
+
+
+def test_an_unreachable_bootstrap_server_is_reported_while_the_tool_waits(tmp_path):
+    """Kafka's tools print the NetworkClient warnings while they wait, not silence."""
+    port = dead_port()
+    config = tmp_path / "admin.properties"
+    config.write_text("default.api.timeout.ms=2500\n")
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["--bootstrap-server", f"127.0.0.1:{port}", "--list", "--command-config", str(config)],
+                out=out, err=err)
+    assert code == 1
+    warnings = [line for line in err.getvalue().splitlines() if " WARN " in line]
+    assert len(warnings) >= 2, err.getvalue()
+    assert warnings[0].endswith(f"WARN [AdminClient clientId=adminclient-1] Connection to node -1 "
+                                f"(127.0.0.1/127.0.0.1:{port}) could not be established. Broker may not be "
+                                f"available. (org.apache.kafka.clients.NetworkClient)")
+    assert "Timed out waiting for a node assignment" in out.getvalue()
