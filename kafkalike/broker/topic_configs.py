@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkalike.broker.config import TOPIC_CONFIG_SYNONYMS, ConfigType, broker_synonyms
+from kafkalike.broker.config import TOPIC_CONFIG_SYNONYMS, ConfigType
 from kafkalike.common.resources import ConfigSource
 from kafkalike.storage.config import CONFIG_KEYS, KEYS_BY_NAME, LogConfig
 
@@ -39,14 +39,12 @@ def describe(broker_config, overrides: dict[str, str], effective: LogConfig) -> 
         broker_key = TOPIC_CONFIG_SYNONYMS.get(key.name)
         doc = None
         if broker_key is not None:
-            for syn in broker_synonyms(broker_key):
-                if syn in broker_config.originals:
-                    synonyms.append((syn, str(broker_config.originals[syn]), ConfigSource.STATIC_BROKER_CONFIG))
+            # The broker key's own synonyms, by Kafka's rule: those ranked above the key itself
+            # are dropped, so retention.ms reads as a default while server.properties sets
+            # only log.retention.hours (and is not listed among a topic's set configs).
             entry = broker_config.describe(broker_key)
             doc = entry.documentation
-            if entry.source is ConfigSource.DEFAULT_CONFIG or not any(
-                    s[2] is ConfigSource.STATIC_BROKER_CONFIG for s in synonyms):
-                synonyms.append((broker_key, entry.value, ConfigSource.DEFAULT_CONFIG))
+            synonyms.extend((syn.name, syn.value, syn.source) for syn in entry.synonyms)
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         out.append(TopicConfigEntry(key.name, values[key.name], source, _TYPES.get(key.type, ConfigType.STRING),
                                     doc, tuple(synonyms)))
