@@ -17,6 +17,7 @@ from twisted.internet.endpoints import TCP4ServerEndpoint
 from kafkalike.broker.admin_manager import AdminManager
 from kafkalike.broker.alter_isr import AlterIsrManager
 from kafkalike.broker.config import KafkaConfig, api_version_at_least
+from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.broker.metadata_cache import MetadataCache
 from kafkalike.broker.network import KafkaServerFactory
 from kafkalike.broker.registry import load_handlers
@@ -105,6 +106,9 @@ class KafkaServer:
 
     async def startup(self) -> None:
         cfg = self.config
+        self._start_time_ms = self.time_ms()
+        # AbstractConfig.logAll: Kafka logs every value before anything else.
+        logging.getLogger("kafka.server.KafkaConfig").info(cfg.values_banner().rstrip("\n"))
         log.info("starting")
         for warning in cfg.unknown_key_warnings():
             log.warning(warning)
@@ -121,11 +125,14 @@ class KafkaServer:
         reactor = self.reactor
         # Recovery runs in a thread; afterwards fsyncs and delayed file deletions go to
         # threads too, so the reactor never waits on the disk.
+        loading_started = time.monotonic()
         self.log_manager = await threads.deferToThread(
             LogManager, cfg.log_dirs, self.default_log_config, topic_configs=self.topic_config,
             flush_executor=reactor.callInThread,
             scheduler=lambda ms, fn: reactor.callLater(ms / 1000.0, reactor.callInThread, fn),
             enable_cleaner=cfg.get("log.cleaner.enable"))
+        logging.getLogger("kafka.log.LogManager").info(
+            "Logs loading complete in %d ms.", (time.monotonic() - loading_started) * 1000)
         if self.log_manager.cleaner is not None:
             self.log_manager.cleaner.start()   # its own thread: compaction never blocks the reactor
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.reactor,
@@ -154,6 +161,10 @@ class KafkaServer:
             feature_versioning=api_version_at_least(cfg.inter_broker_protocol_version, "2.7-IV0"))
         self.controller.startup()
         self._schedule()
+        app_info = logging.getLogger("org.apache.kafka.common.utils.AppInfoParser")
+        app_info.info("Kafka version: %s", KAFKA_VERSION)
+        app_info.info("Kafka commitId: %s", KAFKA_COMMIT_ID)
+        app_info.info("Kafka startTimeMs: %d", self._start_time_ms)
         log.info("[KafkaServer id=%d] started", self.broker_id)
 
     async def _resolve_broker_id(self) -> int:

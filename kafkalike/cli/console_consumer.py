@@ -34,7 +34,7 @@ import time
 from typing import BinaryIO, Callable, Sequence, TextIO
 
 from kafkalike.cli import joptions
-from kafkalike.cli.joptions import KAFKA_VERSION, Option, UsageError, parse_key_values, tools_error_line
+from kafkalike.cli.joptions import KAFKA_COMMIT_ID, KAFKA_VERSION, Option, UsageError, parse_key_values, tools_error_line
 from kafkalike.client.config import consumer_config
 from kafkalike.client.consumer import KafkaConsumer, TopicPartition
 from kafkalike.client.deserializers import is_passthrough, resolve_deserializer
@@ -359,7 +359,7 @@ def run(argv: Sequence[str], out: BinaryIO, err: TextIO) -> int:
         err.write(error.report())
         return 1
     if conf.args.has("version"):
-        _write(out, f"{KAFKA_VERSION} (Commit:kafkalike)\n".encode())
+        _write(out, f"{KAFKA_VERSION} (Commit:{KAFKA_COMMIT_ID})\n".encode())
         return 0
     try:
         props = conf.consumer_props()

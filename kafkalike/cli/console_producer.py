@@ -24,7 +24,7 @@ from kafkalike.properties import load as load_properties
 from kafkalike.client.errors import KafkaError, java_view
 from kafkalike.client.producer import KafkaProducer, ProducerRecord
 from kafkalike.cli import joptions
-from kafkalike.cli.joptions import KAFKA_VERSION, JavaException, Option, ParsedArgs, UsageError, parse_key_values
+from kafkalike.cli.joptions import KAFKA_COMMIT_ID, KAFKA_VERSION, JavaException, Option, ParsedArgs, UsageError, parse_key_values
 from kafkalike.cli.tool_main import run_tool
 
 DEFAULT_READER = "kafka.tools.ConsoleProducer$LineMessageReader"
@@ -274,7 +274,7 @@ def run(argv: Sequence[str], stdin: BinaryIO, out: TextIO, err: TextIO, interact
         if not argv or args.has("help"):
             raise UsageError(DESCRIPTION)
         if args.has("version"):
-            out.write(f"{KAFKA_VERSION} (Commit:kafkalike)\n")
+            out.write(f"{KAFKA_VERSION} (Commit:{KAFKA_COMMIT_ID})\n")
             return 0
         if not args.has("topic"):
             raise UsageError('Missing required argument "[topic]"')

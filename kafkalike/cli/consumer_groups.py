@@ -23,6 +23,7 @@ import traceback
 from typing import Callable, Mapping, Sequence, TextIO, TypeVar
 
 from kafkalike.cli import joptions
+from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.properties import load as load_properties
 from kafkalike.cli.consumer_groups_format import (
     MISSING,
@@ -62,7 +63,6 @@ from kafkalike.protocol.errors import ErrorCode
 from kafkalike.cli.tool_main import run_tool
 
 LOGGER_NAME = "kafka.admin.ConsumerGroupCommand$"
-KAFKA_VERSION = "2.8.0"
 GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
 EXECUTION_EXCEPTION = "java.util.concurrent.ExecutionException"
 T = TypeVar("T")
@@ -580,7 +580,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         if not args.argv or args.has("help"):
             raise UsageError(HELP_MESSAGE)
         if args.has("version"):
-            out.write(f"{KAFKA_VERSION} (Commit:kafkalike)\n")
+            out.write(f"{KAFKA_VERSION} (Commit:{KAFKA_COMMIT_ID})\n")
             return 0
         if sum(args.has(a) for a in ACTIONS) != 1:
             raise UsageError(ACTIONS_MESSAGE)

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Mapping, Sequence, TextIO
 
 from kafkalike.client.errors import java_view
+from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 
-KAFKA_VERSION = "2.8.0"
 
 
 @dataclass(frozen=True)
@@ -308,6 +308,6 @@ def tools_error_line(message: str, logger: str, trace: str) -> str:
     return f"[{log_stamp(time.time())}] ERROR {message} ({logger})\n{trace}\n"
 
 
-__all__ = ["CONSOLE", "Dialect", "KAFKA_VERSION", "Option", "ParsedArgs", "ToolsLayout", "UsageError", "format_help", "log_stamp",
+__all__ = ["CONSOLE", "Dialect", "KAFKA_COMMIT_ID", "KAFKA_VERSION", "Option", "ParsedArgs", "ToolsLayout", "UsageError", "format_help", "log_stamp",
            "options_table", "parse_args", "parse_key_values", "resolve", "setup_tools_logging", "tools_error_line", "tools_logging",
            "ADMIN_LOGGERS"]

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Sequence, TextIO
 
+from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.properties import load as load_properties
 from kafkalike.client.admin import AdminClient, KafkaAdminError
 from kafkalike.protocol.errors import ErrorCode
@@ -251,7 +252,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             out.write(HELP)
             return 0
         if opts.has("version"):
-            out.write("2.8.0 (Commit:kafkalike)\n")
+            out.write(f"{KAFKA_VERSION} (Commit:{KAFKA_COMMIT_ID})\n")
             return 0
         _validate(opts)
         election_type, partitions = _convert(opts)

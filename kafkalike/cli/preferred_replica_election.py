@@ -14,6 +14,7 @@ from typing import Sequence, TextIO
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
+from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.cli.leader_election import (
     ADMIN_COMMAND_FAILED,
     ADMIN_OPERATION,
@@ -153,7 +154,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             out.write(HELP)
             return 0
         if opts.has("version"):
-            out.write("2.8.0 (Commit:kafkalike)\n")
+            out.write(f"{KAFKA_VERSION} (Commit:{KAFKA_COMMIT_ID})\n")
             return 0
         if opts.has("bootstrap-server") == opts.has("zookeeper"):
             err.write("Exactly one of 'bootstrap-server' or 'zookeeper' must be provided\n" + HELP)

@@ -18,6 +18,7 @@ import traceback
 from typing import Mapping, Sequence, TextIO
 
 from kafkalike.cli import joptions
+from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.properties import load as load_properties
 from kafkalike.cli.topics_describe import (
     DescribeFilter,
@@ -60,7 +61,6 @@ from kafkalike.storage.errors import ConfigError
 from kafkalike.cli.tool_main import run_tool
 
 LOGGER_NAME = "kafka.admin.TopicCommand$"
-KAFKA_VERSION = "2.8.0"
 
 
 def _java_view(error: BaseException) -> tuple[str, str | None]:
@@ -264,7 +264,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         check_args(args)
         return run(args, out, err)
     except VersionRequested:
-        out.write(f"{KAFKA_VERSION} (Commit:kafkalike)\n")
+        out.write(f"{KAFKA_VERSION} (Commit:{KAFKA_COMMIT_ID})\n")
         return 0
     except UsageError as error:
         err.write(f"{error}\n{format_help()}")

@@ -5,6 +5,10 @@
 """
 from __future__ import annotations
 
+# The release this is: what --version and the broker's AppInfoParser lines print.
+KAFKA_VERSION = "2.8.0"
+KAFKA_COMMIT_ID = "kafkalike"
+
 # Every inter-broker protocol / message format version Kafka 2.8 knows, oldest first.
 API_VERSIONS: tuple[str, ...] = (
     "0.8.0", "0.8.1", "0.8.2", "0.9.0",

@@ -89,3 +89,18 @@ def test_unknown_config_key_is_logged_not_fatal(fresh_broker):
     fresh_broker.wait_ready()
     assert "The configuration 'no.such.key' was supplied but isn't a known config." in \
         (fresh_broker.app_log_dir / "server.log").read_text()
+
+
+def test_server_log_opens_as_kafkas_does(broker):
+    """The config banner first, the log loading time, and AppInfoParser's version lines."""
+    text = (broker.app_log_dir / "server.log").read_text()
+    first = text.splitlines()[0]
+    assert "INFO KafkaConfig values: " in first
+    assert f"\tbroker.id = {broker.broker_id}\n" in text
+    assert "\tlog.dirs = " in text and "\tzookeeper.connect = " in text
+    assert "Logs loading complete in " in text and " ms. (kafka.log.LogManager)" in text
+    assert "INFO Kafka version: 2.8.0 (org.apache.kafka.common.utils.AppInfoParser)" in text
+    assert "INFO Kafka commitId: kafkalike (org.apache.kafka.common.utils.AppInfoParser)" in text
+    banner = text.index("KafkaConfig values")
+    assert banner < text.index("Connecting to zookeeper") < text.index("Kafka version: 2.8.0") \
+        < text.index(f"[KafkaServer id={broker.broker_id}] started")
