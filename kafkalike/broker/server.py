@@ -285,10 +285,10 @@ class KafkaServer:
 
     # -- controller requests ------------------------------------------------------------
 
-    def become_leader_or_follower(self, request, groups) -> defer.Deferred:
-        return defer.ensureDeferred(self._become(request, groups))
+    def become_leader_or_follower(self, request, groups, correlation_id: int = -1) -> defer.Deferred:
+        return defer.ensureDeferred(self._become(request, groups, correlation_id))
 
-    async def _become(self, request, groups) -> dict:
+    async def _become(self, request, groups, correlation_id: int) -> dict:
         rm = self.replica_manager
         new_topics = sorted({t for t, _, _ in groups if t not in self.topic_overrides})
         if new_topics:
@@ -331,9 +331,9 @@ class KafkaServer:
                             self.group_coordinator.on_elected(s.partition_index, s.leader_epoch)
                         else:
                             self.group_coordinator.on_resigned(s.partition_index, s.leader_epoch)
-                    state_log.info("[Broker id=%d] Handled LeaderAndIsr request correlationId from "
+                    state_log.info("[Broker id=%d] Handled LeaderAndIsr request correlationId %d from "
                                    "controller %d epoch %d: %s-%d is now %s with leader epoch %d, isr %s",
-                                   self.broker_id, request.controller_id, request.controller_epoch,
+                                   self.broker_id, correlation_id, request.controller_id, request.controller_epoch,
                                    topic, s.partition_index, role, s.leader_epoch, list(s.isr))
                     rm.on_high_watermark_moved(tp)
                 except Exception:

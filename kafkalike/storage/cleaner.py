@@ -67,7 +67,8 @@ from kafkalike.storage.segment import LogSegment
 if TYPE_CHECKING:
     from kafkalike.storage.manager import LogManager
 
-log = logging.getLogger(__name__)
+# Kafka's name: config/log4j.properties sends it to log-cleaner.log, not server.log.
+log = logging.getLogger("kafka.log.LogCleaner")
 
 DEFAULT_DEDUPE_BUFFER_SIZE = 128 * 1024 * 1024  # log.cleaner.dedupe.buffer.size
 DEFAULT_IO_BUFFER_LOAD_FACTOR = 0.9             # log.cleaner.io.buffer.load.factor

@@ -32,7 +32,7 @@ from kafkalike.storage.layout import TopicPartition
 from kafkalike.storage.log import Log
 from kafkalike.storage.segment import LogSegment
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("kafka.log.LogCleanerManager")
 
 CLEANER_OFFSET_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 

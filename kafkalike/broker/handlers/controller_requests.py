@@ -42,7 +42,7 @@ async def _leader_and_isr(ctx: RequestContext, request: LeaderAndIsrRequest) -> 
         groups = [(t.topic_name, getattr(t, "topic_id", None), t.partition_states) for t in request.topic_states]
     else:
         groups = [(p.topic_name, None, [p]) for p in request.ungrouped_partition_states]
-    outcome = await ctx.server.become_leader_or_follower(request, groups)
+    outcome = await ctx.server.become_leader_or_follower(request, groups, ctx.correlation_id)
     results = []
     for topic, topic_id, states in groups:
         for s in states:
