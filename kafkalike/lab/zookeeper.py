@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from kafkalike.lab.processes import is_alive
+
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 # The jar's manifest names all its dependencies except a logging backend; without one
 # slf4j falls back to "no operation" and the server prints nothing at all.
@@ -163,15 +165,6 @@ def death_signal_prefix() -> list[str]:
     return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 
 
-def _process_state(pid: int) -> str | None:
-    """The one-letter state from /proc/PID/stat, or None when there is no such process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[0]
-
-
 class ZooKeeperServer:
     """One ZooKeeper server process with its own directory.
 
@@ -209,11 +202,14 @@ class ZooKeeperServer:
         self._writes_config = True
 
     @classmethod
-    def attach(cls, base_dir: Path | str) -> ZooKeeperServer:
-        """A handle on a server that an earlier process started in base_dir (for stop/status)."""
+    def attach(cls, base_dir: Path | str, *, die_with_parent: bool = True,
+               jvm_options: Iterable[str] = ()) -> ZooKeeperServer:
+        """A handle on a server that an earlier process started in base_dir (for stop/status,
+        or a restart on its own zoo.cfg and data)."""
         base = Path(base_dir).absolute()
         props = read_properties(base / "zoo.cfg")
-        server = cls(base, int(props["clientPort"]), host=props.get("clientPortAddress", "127.0.0.1"))
+        server = cls(base, int(props["clientPort"]), host=props.get("clientPortAddress", "127.0.0.1"),
+                     die_with_parent=die_with_parent, jvm_options=jvm_options)
         server._writes_config = False
         return server
 
@@ -295,14 +291,7 @@ class ZooKeeperServer:
     def is_running(self) -> bool:
         if self._process is not None:
             return self._process.poll() is None
-        pid = self.pid
-        if pid is None or _process_state(pid) in (None, "Z"):
-            return False
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            return False
-        return MAIN_CLASS.encode() in cmdline and str(self.config_path).encode() in cmdline
+        return is_alive(self.pid, (MAIN_CLASS, str(self.config_path)))
 
     def four_letter_word(self, word: str, timeout: float = 2.0) -> str:
         return four_letter_word(self.host, self.client_port, word, timeout)

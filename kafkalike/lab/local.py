@@ -1,0 +1,521 @@
+"""The local backend: a lab as daemon processes on loopback ports of this machine.
+
+ZooKeeper (one standalone server, or a 3-node ensemble) and N brokers, each with its
+own config, data and logs under the lab directory:
+
+    LAB_DIR/lab.json                    the state every command reads (kafkalike.lab.state)
+    LAB_DIR/zookeeper/zkN/              zoo.cfg, zookeeper.log, zookeeper.pid, data/ (myid)
+    LAB_DIR/broker-N/server.properties  Kafka's keys; edit it and `restart broker-N`
+    LAB_DIR/broker-N/data/              log.dirs
+    LAB_DIR/broker-N/logs/              server.log, controller.log, state-change.log, ...
+
+The processes run in sessions of their own and outlive the command that started them;
+later commands know them by the pids in lab.json (checked against each process's
+command line, so a reused pid is never signalled).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from kafkalike.lab.cluster import BROKER_MAIN, REPO_ROOT, BrokerProcess, BrokerStartError
+from kafkalike.lab.observe import ZooKeeperView, read_metadata, wait_for, zookeeper_mode
+from kafkalike.lab.processes import is_alive, port_in_use, processes_mentioning, send_signal, wait_gone
+from kafkalike.lab.state import LabError, LabState, Node, STATE_FILE, LOCK_FILE, locked, record_pid
+from kafkalike.lab.zookeeper import (
+    FAST_ELECTION_OPTIONS,
+    MAIN_CLASS as ZOOKEEPER_MAIN,
+    ZooKeeperEnsemble,
+    ZooKeeperNotInstalled,
+    ZooKeeperServer,
+    ZooKeeperStartError,
+    read_properties,
+)
+
+BACKEND = "local"
+ENSEMBLE_SIZE = 3
+# Short enough that a kill -9'd broker leaves /brokers/ids (and the controller acts on
+# its death) within seconds; ZooKeeper's floor is 2 ticks = 4 s with the lab's tickTime.
+SESSION_TIMEOUT_MS = 6000
+# Keys whose values the lab itself must know (its state names the ports and dirs).
+LAB_OWNED_KEYS = ("broker.id", "listeners", "log.dirs", "zookeeper.connect")
+SCENARIOS_DIR = "scenarios"       # the verifiable tools' events, kept per scenario run
+
+Progress = Callable[[str], None]
+
+
+def default_lab_dir() -> Path:
+    """$LOG_DIR/lab, or logs/lab in the checkout, as the bin/ scripts place their logs."""
+    log_dir = os.environ.get("LOG_DIR")
+    return (Path(log_dir) if log_dir else REPO_ROOT / "logs") / "lab"
+
+
+@dataclass
+class LabSpec:
+    """What `up` is asked for."""
+
+    brokers: int = 3
+    zookeeper: str = "standalone"           # or "ensemble"
+    host: str = "127.0.0.1"
+    zk_port: int = 2181                     # an ensemble uses zk_port .. zk_port+2
+    quorum_port: int = 2888
+    election_port: int = 3888
+    broker_port: int = 9092                 # broker N listens on broker_port + N
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def at_base_port(cls, base: int, **kwargs) -> LabSpec:
+        """The whole lab in one block of ports: ZooKeeper base (..+2), quorum base+3 (..+5),
+        election base+6 (..+8), brokers from base+10."""
+        return cls(zk_port=base, quorum_port=base + 3, election_port=base + 6, broker_port=base + 10, **kwargs)
+
+    @property
+    def zookeeper_count(self) -> int:
+        return ENSEMBLE_SIZE if self.zookeeper == "ensemble" else 1
+
+    def ports(self) -> list[tuple[str, int]]:
+        wanted = [(f"zk-{i + 1} client", self.zk_port + i) for i in range(self.zookeeper_count)]
+        if self.zookeeper == "ensemble":
+            wanted += [(f"zk-{i + 1} quorum", self.quorum_port + i) for i in range(ENSEMBLE_SIZE)]
+            wanted += [(f"zk-{i + 1} election", self.election_port + i) for i in range(ENSEMBLE_SIZE)]
+        wanted += [(f"broker-{i}", self.broker_port + i) for i in range(self.brokers)]
+        return wanted
+
+    def validate(self) -> None:
+        if self.brokers < 1:
+            raise LabError(f"--brokers must be at least 1, not {self.brokers}")
+        if self.zookeeper not in ("standalone", "ensemble"):
+            raise LabError(f"--zookeeper is standalone or ensemble, not {self.zookeeper}")
+        seen: dict[int, str] = {}
+        for what, port in self.ports():
+            if not 0 < port < 65536:
+                raise LabError(f"port {port} ({what}) is out of range")
+            if port in seen:
+                raise LabError(f"port {port} is planned twice ({seen[port]} and {what}); move --base-port")
+            seen[port] = what
+        owned = [key for key in self.overrides if key in LAB_OWNED_KEYS]
+        if owned:
+            raise LabError(f"--override {owned[0]} is set by the lab itself (ports and dirs are in lab.json)")
+
+    @property
+    def replication_factor(self) -> int:
+        return min(3, self.brokers)
+
+    @property
+    def min_insync_replicas(self) -> int:
+        return 2 if self.brokers >= 3 else 1
+
+    def broker_properties(self) -> dict[str, str]:
+        """The lab's keys on top of BrokerProcess's (broker.id, listeners, log.dirs, zookeeper.connect)."""
+        rf, min_isr = str(self.replication_factor), str(self.min_insync_replicas)
+        return {
+            "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+            "num.partitions": "3",
+            "default.replication.factor": rf,
+            "min.insync.replicas": min_isr,
+            "offsets.topic.replication.factor": rf,
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": min_isr,
+            "unclean.leader.election.enable": "false",
+            "group.initial.rebalance.delay.ms": "0",
+            # The last broker of a lab has nowhere to move its leaderships; its controlled
+            # shutdown retries (3 times) after this pause rather than Kafka's 5 s.
+            "controlled.shutdown.retry.backoff.ms": "1000",
+            **self.overrides,
+        }
+
+
+def _config_header(spec: LabSpec) -> str:
+    return (
+        "# Written by `kafkalike-lab.sh up` (the local backend). Kafka 2.8's keys.\n"
+        f"# {spec.brokers} broker(s): replication factor {spec.replication_factor}, min.insync.replicas "
+        f"{spec.min_insync_replicas};\n"
+        f"# zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS} so that a killed broker is noticed within seconds;\n"
+        "# controlled.shutdown.retry.backoff.ms=1000 so that stopping the last broker takes seconds, not 15.\n"
+        "# Edit and `kafkalike-lab.sh restart broker-N` to try another setting.\n"
+    )
+
+
+def _session_timeout_s(node: Node) -> float:
+    try:
+        props = read_properties(Path(node.config))
+        return int(props.get("zookeeper.session.timeout.ms", "18000")) / 1000.0
+    except (OSError, ValueError):
+        return 18.0
+
+
+class LocalLab:
+    """Operations on the lab in one directory; every method re-reads lab.json."""
+
+    def __init__(self, lab_dir: Path | str) -> None:
+        self.dir = Path(lab_dir).absolute()
+
+    # -- nodes -------------------------------------------------------------------------
+
+    def state(self) -> LabState:
+        return LabState.load(self.dir)
+
+    @staticmethod
+    def markers(node: Node) -> tuple[str, str]:
+        return (BROKER_MAIN if node.kind == "broker" else ZOOKEEPER_MAIN, node.config)
+
+    def alive(self, node: Node) -> bool:
+        return is_alive(node.pid, self.markers(node))
+
+    def _zookeeper(self, node: Node) -> ZooKeeperServer:
+        options = FAST_ELECTION_OPTIONS if node.myid is not None else ()
+        return ZooKeeperServer.attach(node.dir, die_with_parent=False, jvm_options=options)
+
+    def _broker(self, node: Node, state: LabState) -> BrokerProcess:
+        assert node.broker_id is not None
+        return BrokerProcess.attach(node.broker_id, state.zookeeper_connect, self.dir, node.port, node.pid,
+                                    host=node.host)
+
+    def _stray_pids(self) -> set[int]:
+        """Lab daemons found by the lab directory in their command line (the safety net)."""
+        prefix = str(self.dir) + os.sep
+        return set(processes_mentioning(prefix, (BROKER_MAIN,))) | set(processes_mentioning(prefix, (ZOOKEEPER_MAIN,)))
+
+    def resolve(self, name: str, state: LabState | None = None) -> Node:
+        """broker-N, zk-N, controller, or leader:TOPIC:PARTITION -> the node it names now."""
+        state = state or self.state()
+        node = state.node(name)
+        if node is not None:
+            return node
+        if name == "controller":
+            controller = self.controller_id(state)
+            if controller is None:
+                raise LabError("there is no controller right now")
+            return self._broker_or_fail(state, controller, "the controller")
+        if name.startswith("leader:"):
+            topic, _, partition = name[len("leader:"):].rpartition(":")
+            if not topic or not partition.isdigit():
+                raise LabError(f"{name}: write leader:TOPIC:PARTITION, e.g. leader:orders:0")
+            with ZooKeeperView(state.zookeeper_connect) as zk:
+                found = zk.partition(topic, int(partition))
+            if found is None:
+                raise LabError(f"there is no partition {topic}-{partition}")
+            if found.leader < 0:
+                raise LabError(f"{topic}-{partition} has no leader right now (ISR {list(found.isr)})")
+            return self._broker_or_fail(state, found.leader, f"the leader of {topic}-{partition}")
+        known = ", ".join(n.name for n in state.nodes)
+        raise LabError(f"no node {name} in the lab (nodes: {known}, controller, leader:TOPIC:PARTITION)")
+
+    @staticmethod
+    def _broker_or_fail(state: LabState, broker_id: int, what: str) -> Node:
+        node = state.broker(broker_id)
+        if node is None:
+            raise LabError(f"{what} is broker {broker_id}, which is not one of this lab's")
+        return node
+
+    def controller_id(self, state: LabState) -> int | None:
+        """The controller as /controller names it; Metadata's answer if ZooKeeper is down."""
+        try:
+            with ZooKeeperView(state.zookeeper_connect, timeout=3.0) as zk:
+                return zk.controller()
+        except LabError:
+            view = read_metadata((n.host, n.port) for n in state.brokers if self.alive(n))
+            return view.controller_id if view is not None and view.controller_id >= 0 else None
+
+    # -- up ----------------------------------------------------------------------------
+
+    def up(self, spec: LabSpec, timeout: float = 120.0, progress: Progress = lambda line: None) -> LabState:
+        spec.validate()
+        made_dir = not self.dir.exists()
+        with locked(self.dir):
+            try:
+                self._refuse_if_running()
+                self._check_ports(spec)
+            except LabError:
+                self._forget_lock(made_dir)
+                raise
+            state = self._plan(spec)
+            state.save()
+            try:
+                self._start(state, spec, timeout, progress)
+            except BaseException as error:
+                self._teardown(state, keep_logs=True, term_timeout=0)
+                if isinstance(error, (LabError, BrokerStartError, ZooKeeperStartError, ZooKeeperNotInstalled)):
+                    first, _, rest = str(error).partition("\n")
+                    tail = "\n".join(rest.splitlines()[-15:])
+                    raise LabError(f"up failed, everything stopped again (logs kept in {self.dir}): {first}",
+                                   tail) from None
+                raise
+            return state
+
+    @staticmethod
+    def _check_ports(spec: LabSpec) -> None:
+        busy = [(what, port) for what, port in spec.ports() if port_in_use(spec.host, port)]
+        if busy:
+            what, port = busy[0]
+            more = f" (and {len(busy) - 1} more)" if len(busy) > 1 else ""
+            raise LabError(f"port {port} on {spec.host} ({what}) is already in use{more}; "
+                           "choose others with --base-port")
+
+    def _forget_lock(self, made_dir: bool) -> None:
+        """A refused `up` leaves nothing: no lock file, and no directory it created."""
+        if not LabState.exists(self.dir):
+            (self.dir / LOCK_FILE).unlink(missing_ok=True)
+            if made_dir:
+                try:
+                    self.dir.rmdir()
+                except OSError:
+                    pass
+
+    def _refuse_if_running(self) -> None:
+        if LabState.exists(self.dir):
+            try:
+                old = LabState.load(self.dir)
+            except LabError:
+                old = None
+            running = [n.name for n in (old.nodes if old else []) if self.alive(n)]
+            if running:
+                raise LabError(f"a lab is already running in {self.dir} ({', '.join(running)}); "
+                               "stop it first with: kafkalike-lab.sh down")
+            if old is not None:
+                self._teardown(old, keep_logs=True, term_timeout=0)
+        strays = self._stray_pids()
+        if strays:
+            raise LabError(f"processes of an earlier lab in {self.dir} still run (pids "
+                           f"{', '.join(map(str, sorted(strays)))}); stop them with: kafkalike-lab.sh down")
+
+    def _plan(self, spec: LabSpec) -> LabState:
+        zk_dir = self.dir / "zookeeper"
+        nodes: list[Node] = []
+        for i in range(spec.zookeeper_count):
+            base = zk_dir / f"zk{i + 1}"
+            ensemble = spec.zookeeper == "ensemble"
+            nodes.append(Node(
+                name=f"zk-{i + 1}", kind="zookeeper", host=spec.host, port=spec.zk_port + i, dir=str(base),
+                config=str(base / "zoo.cfg"), log=str(base / "zookeeper.log"), data_dir=str(base / "data"),
+                myid=i + 1 if ensemble else None,
+                peer_ports=[spec.quorum_port + i, spec.election_port + i] if ensemble else []))
+        for broker_id in range(spec.brokers):
+            base = self.dir / f"broker-{broker_id}"
+            nodes.append(Node(
+                name=f"broker-{broker_id}", kind="broker", host=spec.host, port=spec.broker_port + broker_id,
+                dir=str(base), config=str(base / "server.properties"), log=str(base / "logs" / "server.log"),
+                data_dir=str(base / "data"), broker_id=broker_id))
+        connect = ",".join(n.address for n in nodes if n.kind == "zookeeper")
+        return LabState(dir=str(self.dir), backend=BACKEND, zookeeper_mode=spec.zookeeper,
+                        zookeeper_connect=connect, nodes=nodes,
+                        created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    def _start(self, state: LabState, spec: LabSpec, timeout: float, progress: Progress) -> None:
+        began = time.monotonic()
+        deadline = began + timeout
+        zk_nodes = state.zookeepers
+        if spec.zookeeper == "ensemble":
+            ensemble = ZooKeeperEnsemble(
+                self.dir / "zookeeper", ENSEMBLE_SIZE, host=spec.host,
+                client_ports=[n.port for n in zk_nodes], quorum_ports=[n.peer_ports[0] for n in zk_nodes],
+                election_ports=[n.peer_ports[1] for n in zk_nodes], die_with_parent=False)
+            for node, server in zip(zk_nodes, ensemble.servers):
+                server.start()
+                node.pid = server.pid
+                state.save()
+            modes = ensemble.wait_ready(max(1.0, deadline - time.monotonic()))
+            described = ", ".join(f"zk-{myid} {mode}" for myid, mode in sorted(modes.items()))
+            progress(f"ZooKeeper ensemble serving at {state.zookeeper_connect} ({described}) "
+                     f"after {time.monotonic() - began:.1f}s")
+        else:
+            [node] = zk_nodes
+            server = ZooKeeperServer(node.dir, node.port, host=spec.host, die_with_parent=False)
+            server.start()
+            node.pid = server.pid
+            state.save()
+            server.wait_ready(max(1.0, deadline - time.monotonic()))
+            progress(f"ZooKeeper standalone serving at {state.zookeeper_connect} after {time.monotonic() - began:.1f}s")
+
+        header = _config_header(spec)
+        brokers = []
+        for node in state.brokers:
+            assert node.broker_id is not None
+            broker = BrokerProcess(node.broker_id, state.zookeeper_connect, self.dir, node.port,
+                                   overrides=spec.broker_properties(), host=spec.host, die_with_parent=False,
+                                   config_header=header)
+            broker.start()
+            node.pid = broker.pid
+            state.save()
+            brokers.append(broker)
+        for broker in brokers:
+            broker.wait_ready(max(1.0, deadline - time.monotonic()))
+        wanted = {n.broker_id for n in state.brokers}
+
+        def elected() -> tuple[int] | None:
+            controller = zk.controller()
+            return (controller,) if controller is not None and zk.registered() >= wanted else None
+        with ZooKeeperView(state.zookeeper_connect) as zk:
+            [controller] = wait_for(elected, max(1.0, deadline - time.monotonic()),
+                                    "every broker to register and a controller to be elected")
+        progress(f"{len(brokers)} brokers registered, controller broker-{controller}, "
+                 f"after {time.monotonic() - began:.1f}s")
+
+    # -- down --------------------------------------------------------------------------
+
+    def down(self, timeout: float = 30.0, keep_logs: bool = False, progress: Progress = lambda line: None) -> None:
+        self.state()        # "there is no lab in DIR" before anything is created there
+        with locked(self.dir):
+            state = self.state()
+            self._teardown(state, keep_logs=keep_logs, term_timeout=timeout, progress=progress)
+
+    def _teardown(self, state: LabState, keep_logs: bool, term_timeout: float,
+                  progress: Progress = lambda line: None) -> None:
+        """Brokers first (a clean shutdown needs ZooKeeper), then ZooKeeper, then strays; files last.
+
+        Brokers stop one at a time, the controller last: a broker's controlled shutdown
+        asks the controller to move its leaderships, and with every broker stopping at
+        once that request keeps meeting a controller that is itself going away.
+        """
+        brokers = [n for n in state.brokers if self.alive(n)]
+        if term_timeout > 0 and len(brokers) > 1:
+            controller = self.controller_id(state)
+            brokers.sort(key=lambda n: n.broker_id == controller)
+        for node in brokers:
+            self._stop_node(node, term_timeout, progress)
+        zookeepers = [n for n in state.zookeepers if self.alive(n)]
+        if term_timeout > 0:
+            for node in zookeepers:
+                send_signal(node.pid, signal.SIGTERM)
+        for node in zookeepers:
+            self._stop_node(node, term_timeout, progress)
+        for pid in self._stray_pids():
+            send_signal(pid, signal.SIGKILL)
+            wait_gone(pid, 10)
+            progress(f"stray lab process {pid} killed")
+        self._remove_files(state, keep_logs)
+
+    def _stop_node(self, node: Node, term_timeout: float, progress: Progress) -> None:
+        """SIGTERM and up to term_timeout for a clean exit (none when 0), then SIGKILL."""
+        began = time.monotonic()
+        if term_timeout > 0:
+            send_signal(node.pid, signal.SIGTERM)
+            if wait_gone(node.pid, term_timeout, self.markers(node)):
+                progress(f"{node.name} (pid {node.pid}) stopped in {time.monotonic() - began:.1f}s")
+                return
+        send_signal(node.pid, signal.SIGKILL)
+        wait_gone(node.pid, 10, self.markers(node))
+        if term_timeout > 0:
+            progress(f"{node.name} (pid {node.pid}) killed: still running {term_timeout:.0f}s after SIGTERM")
+
+    def _remove_files(self, state: LabState, keep_logs: bool) -> None:
+        """Only what the lab made: a --dir that held other things keeps them."""
+        for node in state.nodes:
+            node_dir = Path(node.dir)
+            if keep_logs:
+                shutil.rmtree(node.data_dir, ignore_errors=True)
+            else:
+                shutil.rmtree(node_dir, ignore_errors=True)
+        if not keep_logs:
+            shutil.rmtree(self.dir / "zookeeper", ignore_errors=True)
+            shutil.rmtree(self.dir / SCENARIOS_DIR, ignore_errors=True)
+        (self.dir / STATE_FILE).unlink(missing_ok=True)
+        if not keep_logs:
+            (self.dir / LOCK_FILE).unlink(missing_ok=True)
+            try:
+                self.dir.rmdir()
+            except OSError:
+                pass
+
+    # -- faults ------------------------------------------------------------------------
+
+    def kill(self, node: Node, sig: int = signal.SIGTERM, timeout: float = 60.0) -> float:
+        """Signal one node and wait for it to exit; returns how long that took."""
+        if not self.alive(node):
+            raise LabError(f"{node.name} is not running")
+        began = time.monotonic()
+        send_signal(node.pid, sig)
+        if not wait_gone(node.pid, timeout, self.markers(node)):
+            raise LabError(f"{node.name} (pid {node.pid}) still runs {timeout:.0f}s after "
+                           f"{signal.Signals(sig).name}; try: kill {node.name} -9")
+        return time.monotonic() - began
+
+    def restart(self, node: Node, timeout: float = 90.0, progress: Progress = lambda line: None) -> Node:
+        """Stop the node cleanly if it runs, start it again on its own config and data, and
+        wait until it serves (a broker: registered and told of the controller)."""
+        state = self.state()
+        node = state.node(node.name) or node
+        if self.alive(node):
+            elapsed = self.kill(node, signal.SIGTERM, timeout)
+            progress(f"{node.name} (pid {node.pid}) stopped cleanly in {elapsed:.1f}s")
+        if node.kind == "zookeeper":
+            server = self._zookeeper(node)
+            server.start()
+            node.pid = server.pid
+            record_pid(self.dir, node.name, node.pid)
+            server.wait_ready(timeout)
+            return node
+        self._wait_deregistered(node, state)
+        broker = self._broker(node, state)
+        broker.start()
+        node.pid = broker.pid
+        record_pid(self.dir, node.name, node.pid)
+        try:
+            broker.wait_ready(timeout)
+        except BrokerStartError as error:
+            raise LabError(f"{node.name} did not come back: {error}") from None
+        return node
+
+    def _wait_deregistered(self, node: Node, state: LabState) -> None:
+        """After kill -9 the broker's /brokers/ids/N lives until ZooKeeper expires its
+        session, and a broker started before that refuses to (NodeExistsException)."""
+        limit = _session_timeout_s(node) + 10.0
+        with ZooKeeperView(state.zookeeper_connect) as zk:
+            wait_for(lambda: node.broker_id not in zk.registered(), limit,
+                     f"the old session of {node.name} to expire (/brokers/ids/{node.broker_id})")
+
+    # -- status ------------------------------------------------------------------------
+
+    def status(self) -> dict:
+        state = self.state()
+        alive = {n.name: self.alive(n) for n in state.nodes}
+        controller: int | None = None
+        registered: set[int] | None = None
+        zookeeper_reachable = True
+        try:
+            with ZooKeeperView(state.zookeeper_connect, timeout=3.0) as zk:
+                controller = zk.controller()
+                registered = zk.registered()
+        except LabError:
+            zookeeper_reachable = False
+        live_brokers = [n for n in state.brokers if alive[n.name]]
+        # The controller's metadata is the freshest; any live broker will do otherwise.
+        live_brokers.sort(key=lambda n: n.broker_id != controller)
+        metadata = read_metadata((n.host, n.port) for n in live_brokers)
+        if controller is None and not zookeeper_reachable and metadata is not None and metadata.controller_id >= 0:
+            controller = metadata.controller_id
+        nodes = []
+        for node in state.nodes:
+            if node.kind == "zookeeper":
+                mode = zookeeper_mode(node.host, node.port) if alive[node.name] else None
+                role = mode or ("not serving" if alive[node.name] else "-")
+            elif alive[node.name]:
+                if registered is not None and node.broker_id not in registered:
+                    role = "unregistered"
+                else:
+                    role = "controller" if node.broker_id == controller else "broker"
+            else:
+                role = "still registered" if registered and node.broker_id in registered else "-"
+            nodes.append({"name": node.name, "kind": node.kind, "address": node.address,
+                          "pid": node.pid if alive[node.name] else None, "alive": alive[node.name], "role": role})
+        controller_node = state.broker(controller) if controller is not None else None
+        return {
+            "dir": str(self.dir),
+            "backend": state.backend,
+            "zookeeper": {"mode": state.zookeeper_mode, "connect": state.zookeeper_connect,
+                          "reachable": zookeeper_reachable},
+            "bootstrap": state.bootstrap,
+            "nodes": nodes,
+            "controller": controller_node.name if controller_node else None,
+            "metadata_from": metadata.answered_by if metadata else None,
+            "partitions": metadata.partitions if metadata else None,
+            "under_replicated": len(metadata.under_replicated) if metadata else None,
+            "under_replicated_partitions": [f"{t}-{p}" for t, p in metadata.under_replicated] if metadata else [],
+            "offline": len(metadata.offline) if metadata else None,
+        }

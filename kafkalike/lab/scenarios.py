@@ -1,0 +1,379 @@
+"""Fault scenarios judged by Kafka's own verifiable tools.
+
+Each scenario makes a fresh topic (replication factor 3, min.insync.replicas=2), starts
+bin/kafka-verifiable-consumer.sh (--verbose: one record_data line per record read) and
+bin/kafka-verifiable-producer.sh (--acks -1, throttled), hurts the lab while they run,
+heals it, stops the producer, lets the consumer read up to every high watermark and
+judges the two event streams (kafkalike.lab.judge). The verdict is PASS when no
+acknowledged record is lost. The tools' raw events are kept under
+LAB_DIR/scenarios/<topic>/ until `down`.
+
+The scenarios run against the lab as it is (`up` first): they need every node alive and
+at least 3 brokers, and they leave every node running again, whatever happened.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, TextIO
+
+from kafkalike.client.admin import AdminClient, NewTopic
+from kafkalike.client.groups import OffsetSpec
+from kafkalike.lab.cluster import REPO_ROOT
+from kafkalike.lab.judge import Judgement, judge
+from kafkalike.lab.local import SCENARIOS_DIR, LocalLab
+from kafkalike.lab.observe import PartitionState, ZooKeeperView, wait_for
+from kafkalike.lab.state import LabError, Node
+from kafkalike.lab.zookeeper import death_signal_prefix
+
+PARTITIONS = 3
+REPLICATION_FACTOR = 3
+MIN_INSYNC_REPLICAS = 2
+
+
+class ToolProcess:
+    """A bin/ verifiable tool in the background; its JSON events parsed as they come and
+    copied to events.jsonl, its stderr to stderr.log."""
+
+    def __init__(self, script: str, args: list[str], keep_dir: Path) -> None:
+        keep_dir.mkdir(parents=True, exist_ok=True)
+        self.script = script
+        self.events: list[dict] = []
+        self._lock = threading.Lock()
+        self._stderr = open(keep_dir / f"{script.removesuffix('.sh')}.stderr.log", "w")
+        self._copy = open(keep_dir / f"{script.removesuffix('.sh')}.events.jsonl", "w")
+        env = {**os.environ, "PYTHON": sys.executable}
+        # Unlike the lab's daemons, the tools die with the scenario: an interrupted run
+        # leaves no producer writing forever.
+        command = [*death_signal_prefix(), str(REPO_ROOT / "bin" / script), *args]
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env)
+        self._reader = threading.Thread(target=self._read, name=f"{script}-reader", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._copy.write(line)
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self._lock:
+                self.events.append(event)
+
+    def snapshot(self) -> list[dict]:
+        with self._lock:
+            return list(self.events)
+
+    def count(self, name: str) -> int:
+        with self._lock:
+            return sum(1 for e in self.events if e.get("name") == name)
+
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """SIGTERM (the tools close cleanly on it, printing shutdown_complete), kill -9 if stuck."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        self._reader.join(10)
+        self._copy.close()
+        self._stderr.close()
+
+
+@dataclass
+class Outcome:
+    name: str
+    topic: str
+    duration: float
+    judgement: Judgement
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and self.judgement.passed
+
+
+class Run:
+    """One scenario in progress: the lab, its topic, the two tools and a clock."""
+
+    def __init__(self, lab: LocalLab, name: str, throughput: int, out: TextIO) -> None:
+        self.lab = lab
+        self.name = name
+        self.throughput = throughput
+        self.out = out
+        self.state = lab.state()
+        self.topic = f"lab-{name}-{time.strftime('%H%M%S')}"
+        self.keep_dir = lab.dir / SCENARIOS_DIR / self.topic
+        self.began = time.monotonic()
+        self.zk = ZooKeeperView(self.state.zookeeper_connect)
+        self.producer: ToolProcess | None = None
+        self.consumer: ToolProcess | None = None
+
+    # -- narration ---------------------------------------------------------------------
+
+    def log(self, message: str) -> None:
+        print(f"  {time.monotonic() - self.began:6.1f}s  {message}", file=self.out, flush=True)
+
+    # -- the lab -----------------------------------------------------------------------
+
+    def broker(self, broker_id: int) -> Node:
+        node = self.lab.state().broker(broker_id)
+        if node is None:
+            raise LabError(f"broker {broker_id} is not one of this lab's")
+        return node
+
+    def partition(self, partition: int) -> PartitionState:
+        found = self.zk.partition(self.topic, partition)
+        if found is None:
+            raise LabError(f"{self.topic}-{partition} has no state in ZooKeeper")
+        return found
+
+    def leader_of(self, partition: int) -> Node:
+        return self.broker(self.partition(partition).leader)
+
+    def controller(self) -> Node:
+        controller = wait_for(lambda: (self.zk.controller(),) if self.zk.controller() is not None else None,
+                              30, "a controller")[0]
+        return self.broker(controller)
+
+    def kill(self, node: Node, sig: int) -> None:
+        how = "kill -9" if sig == signal.SIGKILL else "SIGTERM (controlled shutdown)"
+        self.log(f"{how} {node.name} (pid {node.pid})")
+        elapsed = self.lab.kill(node, sig, timeout=60)
+        if sig != signal.SIGKILL:
+            self.log(f"{node.name} stopped cleanly after {elapsed:.1f}s")
+
+    def restart(self, node: Node) -> None:
+        self.log(f"restart {node.name}")
+        began = time.monotonic()
+        node = self.lab.restart(node, progress=self.log)
+        self.log(f"{node.name} serving again (pid {node.pid}) after {time.monotonic() - began:.1f}s")
+
+    def wait_new_leader(self, partition: int, old: int, timeout: float = 45) -> PartitionState:
+        def moved() -> PartitionState | None:
+            found = self.zk.partition(self.topic, partition)
+            return found if found is not None and found.leader >= 0 and found.leader != old else None
+        state = wait_for(moved, timeout, f"a new leader of {self.topic}-{partition}")
+        self.log(f"{self.topic}-{partition} led by broker-{state.leader} "
+                 f"(leader epoch {state.leader_epoch}, ISR {list(state.isr)})")
+        return state
+
+    def wait_leaders_elsewhere(self, gone: int, timeout: float = 45) -> None:
+        def elsewhere() -> bool:
+            states = self.zk.partitions(self.topic).values()
+            return all(s is not None and s.leader >= 0 and s.leader != gone for s in states)
+        wait_for(elsewhere, timeout, f"every partition of {self.topic} to be led by a broker other than {gone}")
+        leaders = {p: s.leader for p, s in self.zk.partitions(self.topic).items() if s is not None}
+        self.log(f"leaders now {', '.join(f'{p}: broker-{b}' for p, b in leaders.items())}")
+
+    def wait_full_isr(self, timeout: float = 60) -> None:
+        wait_for(lambda: self.zk.full_isr(self.topic), timeout, f"a full ISR on every partition of {self.topic}")
+        self.log("ISR full again on every partition")
+
+    # -- the tools ---------------------------------------------------------------------
+
+    def acked(self) -> int:
+        return self.producer.count("producer_send_success") if self.producer else 0
+
+    def expect_progress(self, what: str, records: int | None = None, timeout: float = 45) -> None:
+        """The producer gets acknowledgements again: `records` more (a second's worth by default)."""
+        target = self.acked() + (records or max(50, self.throughput))
+        wait_for(lambda: self.acked() >= target or self._tool_died(), timeout,
+                 f"acknowledgements {what}")
+        self.log(f"{self.acked()} records acknowledged so far ({what})")
+
+    def _tool_died(self) -> bool:
+        for tool in (self.producer, self.consumer):
+            if tool is not None and not tool.running():
+                raise LabError(f"{tool.script} exited early; see {self.keep_dir}")
+        return False
+
+    def setup(self) -> None:
+        with AdminClient({"bootstrap.servers": self.state.bootstrap, "default.api.timeout.ms": "30000"}) as admin:
+            admin.create_topics([NewTopic(self.topic, PARTITIONS, REPLICATION_FACTOR,
+                                          configs={"min.insync.replicas": str(MIN_INSYNC_REPLICAS)})])
+        wait_for(lambda: self.zk.full_isr(self.topic), 30, f"a full ISR on the new topic {self.topic}")
+        leaders = {p: s.leader for p, s in self.zk.partitions(self.topic).items() if s is not None}
+        self.log(f"topic {self.topic} created: {PARTITIONS} partitions, replication factor {REPLICATION_FACTOR}, "
+                 f"min.insync.replicas={MIN_INSYNC_REPLICAS}; leaders "
+                 + ", ".join(f"{p}: broker-{b}" for p, b in leaders.items()))
+        bootstrap = self.state.bootstrap
+        self.consumer = ToolProcess("kafka-verifiable-consumer.sh", [
+            "--bootstrap-server", bootstrap, "--topic", self.topic, "--group-id", f"{self.topic}-verifier",
+            "--verbose", "--reset-policy", "earliest", "--session-timeout", "10000"], self.keep_dir)
+        wait_for(lambda: self.consumer.count("partitions_assigned") or self._tool_died(), 60,
+                 "the verifiable consumer to be assigned its partitions")
+        self.log("kafka-verifiable-consumer joined its group and owns the partitions")
+        self.producer = ToolProcess("kafka-verifiable-producer.sh", [
+            "--bootstrap-server", bootstrap, "--topic", self.topic, "--acks", "-1",
+            "--throughput", str(self.throughput)], self.keep_dir)
+        self.expect_progress("before the fault", records=2 * self.throughput, timeout=60)
+
+    def finish(self) -> str | None:
+        """Stop the producer, let the consumer read up to each high watermark, stop it.
+        Returns why the consumer could not catch up, if it could not."""
+        problem = None
+        if self.producer is not None:
+            self.producer.stop()
+            self.log(f"producer stopped: {self.acked()} acknowledged, "
+                     f"{self.producer.count('producer_send_error')} send errors")
+        if self.consumer is None:
+            return problem
+        try:
+            highs = self._high_watermarks()
+            wait_for(lambda: self._caught_up(highs) or self._tool_died(), 60,
+                     f"the consumer to read up to the high watermarks {highs}")
+            self.log("consumer read everything up to the high watermarks "
+                     + ", ".join(f"{p}: {h}" for p, h in sorted(highs.items())))
+        except Exception as error:  # judged all the same: what it did read still counts
+            problem = str(error)
+        self.consumer.stop()
+        return problem
+
+    def _high_watermarks(self) -> dict[int, int]:
+        with AdminClient({"bootstrap.servers": self.state.bootstrap, "default.api.timeout.ms": "30000"}) as admin:
+            listed = admin.list_offsets({(self.topic, p): OffsetSpec.latest() for p in range(PARTITIONS)})
+        return {p: listed[(self.topic, p)].offset for p in range(PARTITIONS)}
+
+    def _caught_up(self, highs: dict[int, int]) -> bool:
+        assert self.consumer is not None
+        read: dict[int, int] = {}
+        for event in self.consumer.snapshot():
+            if event.get("name") == "record_data":
+                read[event["partition"]] = max(read.get(event["partition"], -1), event["offset"])
+        return all(high == 0 or read.get(p, -1) >= high - 1 for p, high in highs.items())
+
+    def heal(self) -> None:
+        """Every node running again, whatever the scenario left behind."""
+        for node in self.lab.state().nodes:
+            if not self.lab.alive(node):
+                try:
+                    self.restart(node)
+                except LabError as error:
+                    self.log(f"could not restart {node.name}: {error}")
+
+    def cleanup(self, keep_topic: bool) -> None:
+        for tool in (self.producer, self.consumer):
+            if tool is not None:
+                tool.stop(timeout=20)
+        if not keep_topic:
+            try:
+                with AdminClient({"bootstrap.servers": self.state.bootstrap,
+                                  "default.api.timeout.ms": "15000"}) as admin:
+                    admin.delete_topics([self.topic])
+            except Exception as error:
+                self.log(f"topic {self.topic} not deleted: {error}")
+        self.zk.close()
+
+
+# -- the scenarios ----------------------------------------------------------------------
+
+def leader_kill(run: Run) -> None:
+    node = run.leader_of(0)
+    run.log(f"broker-{node.broker_id} leads {run.topic}-0")
+    run.kill(node, signal.SIGKILL)
+    run.wait_new_leader(0, node.broker_id)
+    run.expect_progress(f"while {node.name} is down")
+    run.restart(node)
+    run.wait_full_isr()
+
+
+def controller_kill(run: Run) -> None:
+    node = run.controller()
+    run.log(f"broker-{node.broker_id} is the controller")
+    run.kill(node, signal.SIGKILL)
+    new = wait_for(lambda: (c,) if (c := run.zk.controller()) is not None and c != node.broker_id else None,
+                   45, "a new controller")[0]
+    run.log(f"broker-{new} elected controller")
+    run.wait_leaders_elsewhere(node.broker_id)
+    run.expect_progress(f"while {node.name} is down")
+    run.restart(node)
+    run.wait_full_isr()
+
+
+def leader_clean_shutdown(run: Run) -> None:
+    node = run.leader_of(0)
+    run.log(f"broker-{node.broker_id} leads {run.topic}-0")
+    run.kill(node, signal.SIGTERM)
+    run.wait_new_leader(0, node.broker_id)
+    run.expect_progress(f"while {node.name} is down")
+    run.restart(node)
+    run.wait_full_isr()
+
+
+def rolling_restart(run: Run) -> None:
+    for node in run.lab.state().brokers:
+        run.restart(node)
+        run.wait_full_isr()
+        run.expect_progress(f"after restarting {node.name}", records=max(50, run.throughput // 2))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    summary: str
+    fault: Callable[[Run], None]
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario("leader-kill", "kill -9 the leader of partition 0, wait for a new leader, restart it", leader_kill),
+    Scenario("controller-kill", "kill -9 the controller, wait for a new one, restart it", controller_kill),
+    Scenario("leader-clean-shutdown", "SIGTERM the leader of partition 0 (controlled shutdown), restart it",
+             leader_clean_shutdown),
+    Scenario("rolling-restart", "restart every broker in turn (SIGTERM, start, full ISR before the next)",
+             rolling_restart),
+)}
+
+
+def preflight(lab: LocalLab) -> None:
+    state = lab.state()
+    down = [n.name for n in state.nodes if not lab.alive(n)]
+    if down:
+        raise LabError(f"{', '.join(down)} not running; scenarios start from a whole lab "
+                       f"(kafkalike-lab.sh restart {down[0]})")
+    if len(state.brokers) < REPLICATION_FACTOR:
+        raise LabError(f"scenarios need at least {REPLICATION_FACTOR} brokers; this lab has {len(state.brokers)} "
+                       f"(kafkalike-lab.sh down; kafkalike-lab.sh up --brokers 3)")
+
+
+def run_scenario(lab: LocalLab, name: str, *, throughput: int = 300, keep_topic: bool = False,
+                 out: TextIO = sys.stdout) -> Outcome:
+    scenario = SCENARIOS[name]
+    preflight(lab)
+    print(f"scenario {name}: {scenario.summary}", file=out, flush=True)
+    run = Run(lab, name, throughput, out)
+    error: str | None = None
+    try:
+        run.setup()
+        scenario.fault(run)
+        run.expect_progress("after the fault", records=max(50, throughput))
+    except Exception as failure:  # judged and reported all the same, and the lab healed
+        error = str(failure) or type(failure).__name__
+        run.log(f"scenario stopped: {error}")
+    except BaseException:
+        run.heal()
+        run.cleanup(keep_topic)
+        raise
+    try:
+        problem = run.finish()
+        error = error or problem
+    finally:
+        run.heal()
+        run.cleanup(keep_topic)
+    verdict = judge(run.producer.snapshot() if run.producer else [],
+                    run.consumer.snapshot() if run.consumer else [])
+    return Outcome(name, run.topic, time.monotonic() - run.began, verdict, error)

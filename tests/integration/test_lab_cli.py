@@ -1,0 +1,148 @@
+"""bin/kafkalike-lab.sh as a user drives it: real ZooKeeper and broker daemons, judged from outside.
+
+The lab runs in a scratch directory under /dev/shm on a block of free ports. Its brokers
+are daemons that outlive each command, so every check here goes through another command
+(status, kill, restart, down) or through bin/kafka-topics.sh, exactly what a user in
+another shell would see. A finalizer runs `down` and kill -9s anything left.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kafkalike.lab.processes import is_alive, processes_mentioning
+from tests.conftest import REPO_ROOT
+from tests.lab_cli import LabUnderTest, run_lab, wait_until
+
+pytestmark = pytest.mark.integration
+
+TOPIC = "lab-cli"
+
+
+@pytest.fixture
+def lab():
+    lab = LabUnderTest.create()
+    try:
+        yield lab
+    finally:
+        lab.teardown()
+
+
+def topics(*args: str) -> str:
+    result = subprocess.run([str(REPO_ROOT / "bin" / "kafka-topics.sh"), *args], capture_output=True, text=True,
+                            timeout=60, env={**os.environ, "PYTHON": sys.executable})
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def isr_sizes(bootstrap: str, topic: str) -> list[int]:
+    """The ISR size of each partition, as kafka-topics.sh --describe prints it."""
+    described = topics("--bootstrap-server", bootstrap, "--describe", "--topic", topic)
+    return [len(isr.split(",")) for isr in re.findall(r"\tIsr: (\S+)", described)]
+
+
+def one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert result.returncode != 0, result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_up_status_kill_restart_down(lab: LabUnderTest):
+    began = time.monotonic()
+    up = lab.run("up", "--base-port", str(lab.base_port))
+    assert up.returncode == 0, up.stdout + up.stderr
+    up_seconds = time.monotonic() - began
+    assert "lab up in" in up.stdout and "controller: broker-" in up.stdout
+
+    # The daemons outlived `up`: another command sees 3 brokers and one controller.
+    status = lab.status()
+    roles = {n["name"]: n["role"] for n in status["nodes"]}
+    assert [n["alive"] for n in status["nodes"]] == [True] * 4
+    assert roles["zk-1"] == "standalone"
+    assert sorted(roles[f"broker-{i}"] for i in range(3)) == ["broker", "broker", "controller"]
+    assert status["controller"] == next(name for name, role in roles.items() if role == "controller")
+    plain = lab.run("status")
+    assert plain.returncode == 0 and re.search(r"^broker-0 +127\.0\.0\.1:\d+ +\d+ +alive", plain.stdout, re.M)
+
+    # A full ISR on a new RF=3 topic.
+    bootstrap = status["bootstrap"]
+    topics("--bootstrap-server", bootstrap, "--create", "--topic", TOPIC, "--partitions", "3",
+           "--replication-factor", "3")
+    wait_until(lambda: isr_sizes(bootstrap, TOPIC) == [3, 3, 3], 30, "a full ISR")
+    full_isr_seconds = time.monotonic() - began
+
+    # kill -9 one broker: dead in status, then (once ZooKeeper expires its session,
+    # 6 s in the lab) its partitions are under-replicated.
+    victim = "broker-2"
+    killed = lab.run("kill", victim, "-9")
+    assert killed.returncode == 0, killed.stderr
+    assert "killed with SIGKILL" in killed.stdout
+    status = lab.status()
+    assert not next(n for n in status["nodes"] if n["name"] == victim)["alive"]
+    degraded = wait_until(lambda: (s := lab.status())["under_replicated"] and s, 30,
+                          "under-replicated partitions after the kill")
+    assert degraded["under_replicated"] >= 3
+    assert re.search(r"under-replicated: [1-9]", lab.run("status").stdout)
+
+    restarted = lab.run("restart", victim)
+    assert restarted.returncode == 0, restarted.stderr
+    assert f"{victim} serving again" in restarted.stdout
+    wait_until(lambda: isr_sizes(bootstrap, TOPIC) == [3, 3, 3], 30, "the ISR to be full again")
+    wait_until(lambda: lab.status()["under_replicated"] == 0, 30, "no under-replicated partition")
+
+    logs = lab.run("logs", victim, "-n", "5")
+    assert logs.returncode == 0 and len(logs.stdout.splitlines()) == 5
+
+    pids = set(lab.seen_pids)
+    assert len(pids) >= 5          # 1 ZooKeeper, 3 brokers, the restarted one
+    down = lab.run("down")
+    assert down.returncode == 0, down.stderr
+    assert [pid for pid in pids if is_alive(pid)] == []
+    assert list(processes_mentioning(str(lab.dir) + "/")) == []
+    assert not lab.dir.exists()
+    again = lab.run("down")
+    one_line_error(again, "there is no lab")
+    print(f"\nup: {up_seconds:.1f}s; up + topic with a full ISR: {full_isr_seconds:.1f}s")
+
+
+def test_bad_input_is_one_line_and_starts_nothing(lab: LabUnderTest):
+    one_line_error(lab.run("frobnicate"), "invalid choice")
+    one_line_error(lab.run("status"), "there is no lab")
+    one_line_error(lab.run("kill", "broker-0"), "there is no lab")
+    one_line_error(lab.run("up", "--brokers", "0"), "at least 1")
+    one_line_error(lab.run("up", "--override", "nokey"), "KEY=VALUE")
+    one_line_error(lab.run("up", "--override", "listeners=PLAINTEXT://:1"), "set by the lab")
+    assert not lab.dir.exists()
+
+    up = lab.run("up", "--base-port", str(lab.base_port), "--brokers", "1")
+    assert up.returncode == 0, up.stdout + up.stderr
+    pids = set(lab.seen_pids)
+
+    # A second up on a running lab, nodes that do not exist, a malformed target.
+    one_line_error(lab.run("up", "--base-port", str(lab.base_port), "--brokers", "1"), "already running")
+    one_line_error(lab.run("kill", "broker-7"), "no node broker-7")
+    one_line_error(lab.run("kill", "zk-2", "-9"), "no node zk-2")
+    one_line_error(lab.run("restart", "nobody"), "no node nobody")
+    one_line_error(lab.run("logs", "broker-3"), "no node broker-3")
+    one_line_error(lab.run("kill", "leader:no-such-topic:0"), "no partition no-such-topic-0")
+    one_line_error(lab.run("scenario", "leader-kill"), "at least 3 brokers")
+    one_line_error(lab.run("scenario", "no-such-scenario"), "no scenario no-such-scenario")
+    assert set(lab.seen_pids) == pids and all(is_alive(pid) for pid in pids)
+
+    # Ports in use (this lab's): refused before anything starts, nothing left behind.
+    other = lab.scratch / "other"
+    busy = run_lab(other, "up", "--base-port", str(lab.base_port), "--brokers", "1")
+    one_line_error(busy, "already in use")
+    assert not other.exists()
+    assert list(processes_mentioning(str(other) + "/")) == []
+
+    # A killed node cannot be killed again.
+    assert lab.run("kill", "broker-0").returncode == 0
+    one_line_error(lab.run("kill", "broker-0", "-9"), "broker-0 is not running")
