@@ -1,47 +1,37 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, start ZooKeeper and one broker on this machine
-# (both in the background, from config/zookeeper.properties and config/server.properties),
-# then a short demo: bin/kafka-topics.sh creates, lists, describes, alters and deletes topics,
+# The main job: install what is missing, bring up the lab (ZooKeeper and three brokers on
+# this machine, in the background, with bin/kafkalike-lab.sh), then a short demo: bin/kafka-topics.sh creates, lists, describes, alters and deletes topics,
 # kcat (an independent Kafka client) produces and consumes records,
 # bin/kafka-dump-log.sh shows the segment file the broker wrote, and
 # bin/kafkalike-spark-load.sh loads the demo topic into Parquet with Spark (under $LOG_DIR).
-# Stop with bin/kafka-server-stop.sh and bin/zookeeper-server-stop.sh.
+# A fault scenario (kill -9 of a partition leader under an acks=all producer) ends it.
+# Stop everything with bin/kafkalike-lab.sh down.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 PYTHON=${PYTHON:-python3}
 export LOG_DIR=${LOG_DIR:-$repo/logs}
-. zk/env.sh
 
 bash scripts/setup.sh
 
-zk_config=config/zookeeper.properties
-zk_port=$(sed -n 's/^clientPort=\([0-9]*\).*/\1/p' "$zk_config")
-echo "== ZooKeeper on localhost:$zk_port"
-if mode=$(zk_mode 127.0.0.1 "$zk_port"); then
-    echo "already serving ($mode)"
-else
-    bin/zookeeper-server-start.sh -daemon "$zk_config"
-    echo "serving ($(zk_wait_serving 127.0.0.1 "$zk_port" 60))"
-fi
-
-bootstrap=localhost:9092
-echo
-echo "== Broker (bin/kafka-server-start.sh -daemon config/server.properties)"
-if "$PYTHON" scripts/wait_broker.py "$bootstrap" --timeout 1 >/dev/null 2>&1; then
-    echo "already serving on $bootstrap"
-else
-    bin/kafka-server-start.sh -daemon config/server.properties
-    "$PYTHON" scripts/wait_broker.py "$bootstrap" --timeout 60
-fi
+echo "== The lab: ZooKeeper and three brokers on this machine (bin/kafkalike-lab.sh, docs/lab.md)"
+# A second run starts afresh. A ZooKeeper and broker from an earlier start.sh (which ran
+# one of each from config/) would hold ports 2181 and 9092: stop them; neither stop script
+# touches the lab's daemons.
+bin/kafkalike-lab.sh down >/dev/null 2>&1 || true
+bin/kafka-server-stop.sh >/dev/null 2>&1 || true
+bin/zookeeper-server-stop.sh >/dev/null 2>&1 || true
+bin/kafkalike-lab.sh up --brokers 3
+zk_port=2181
+bootstrap=localhost:9092,localhost:9093,localhost:9094
 
 topic=kafkalike-demo
 run() { echo; echo "\$ $*"; "$@"; }
 # A second run starts the demo afresh.
 bin/kafka-topics.sh --bootstrap-server "$bootstrap" --delete --if-exists --topic "$topic" >/dev/null
 run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --create --topic "$topic" \
-    --partitions 3 --replication-factor 1 --config retention.ms=86400000
+    --partitions 3 --replication-factor 3 --config retention.ms=86400000
 run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --list
 run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --describe --topic "$topic"
 
@@ -53,10 +43,10 @@ run kcat -b "$bootstrap" -t "$topic" -p 0 -C -e -o beginning -f 'offset %o  key 
 run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --alter --topic "$topic" --partitions 4
 run bin/kafka-topics.sh --zookeeper "localhost:$zk_port" --describe --topic "$topic"
 
-log_dir=$(sed -n 's/^log\.dirs=//p' config/server.properties)
-run bin/kafka-dump-log.sh --print-data-log --files "$log_dir/$topic-0/00000000000000000000.log"
+# With replication factor 3 every broker holds every partition: broker 0's copy.
+run bin/kafka-dump-log.sh --print-data-log --files "$LOG_DIR/lab/broker-0/data/$topic-0/00000000000000000000.log"
 
-run bin/kafka-topics.sh --zookeeper "localhost:$zk_port" --create --topic kafkalike-scratch --partitions 1 --replication-factor 1
+run bin/kafka-topics.sh --zookeeper "localhost:$zk_port" --create --topic kafkalike-scratch --partitions 1 --replication-factor 3
 run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --delete --topic kafkalike-scratch
 run bin/kafka-topics.sh --bootstrap-server "$bootstrap" --list
 
@@ -95,6 +85,8 @@ PY
 run bin/kafkalike-spark-load.sh --bootstrap-server "$bootstrap" --topic "$topic" --group "$loader" \
     --output "$load_dir"
 
+run bin/kafkalike-lab.sh scenario leader-kill
+run bin/kafkalike-lab.sh status
+
 echo
-echo "ZooKeeper and the broker keep running (logs in $LOG_DIR)."
-echo "Stop them with: bin/kafka-server-stop.sh; bin/zookeeper-server-stop.sh"
+echo "The lab keeps running (its logs in $LOG_DIR/lab). Stop it with: bin/kafkalike-lab.sh down"
