@@ -92,11 +92,12 @@ def lower_keys(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def client_config(options: Mapping[str, str]) -> dict[str, str]:
-    """`kafka.`-prefixed options without the prefix, names as the user wrote them."""
+    """`kafka.`-prefixed options without the prefix. Names are lower-cased: PySpark hands
+    a data source its options that way, and every Kafka setting is spelled lower case."""
     out = {}
     for key, value in options.items():
         if str(key).lower().startswith("kafka."):
-            out[str(key)[len("kafka."):]] = str(value)
+            out[str(key)[len("kafka."):].lower()] = str(value)
     return out
 
 
@@ -265,6 +266,19 @@ def _check_range(starting: OffsetLimit, ending: OffsetLimit) -> None:
             if start >= 0 and end >= 0 and start > end:
                 raise KafkaOptionError(f"The start offset {start} for topic partition {tp[0]}-{tp[1]} is greater "
                                        f"than the end offset {end} (startingOffsets, endingOffsets)")
+    # Spark's checkOffsetLimitValidity holds per-partition timestamps to the same rules.
+    if starting.kind == "timestamps" and ending.kind == "timestamps":
+        if set(starting.partition_timestamps) != set(ending.partition_timestamps):
+            raise KafkaOptionError(
+                "The specified topic partitions in startingOffsetsByTimestamp and endingOffsetsByTimestamp don't "
+                f"match. startingOffsetsByTimestamp: {sorted(starting.partition_timestamps)}, "
+                f"endingOffsetsByTimestamp: {sorted(ending.partition_timestamps)}")
+        for tp, start in starting.partition_timestamps.items():
+            end = ending.partition_timestamps[tp]
+            if start >= 0 and end >= 0 and start > end:
+                raise KafkaOptionError(f"The start timestamp {start} for topic partition {tp[0]}-{tp[1]} is greater "
+                                       f"than the end timestamp {end} (startingOffsetsByTimestamp, "
+                                       "endingOffsetsByTimestamp)")
 
 
 def source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:

@@ -147,23 +147,40 @@ def batch_ranges(options: SourceOptions) -> list[OffsetRange]:
 
 def split_ranges(ranges: Sequence[OffsetRange], min_partitions: int | None,
                  max_records: int | None) -> list[OffsetRange]:
-    """Spark's KafkaOffsetRangeCalculator: empty ranges dropped, none larger than
-    maxRecordsPerPartition, and big ranges cut in proportion to their size until
-    there are at least minPartitions."""
+    """Spark's KafkaOffsetRangeCalculator.getRanges: empty ranges dropped; with
+    maxRecordsPerPartition each range cut into ceil(size / max) pieces; then, while there
+    are fewer ranges than minPartitions, each range cut into round(size / total *
+    minPartitions) pieces (at least one), where the ranges that would get one piece keep
+    it and the others share what is left of minPartitions in proportion to their size."""
     parts = [r for r in ranges if r.size > 0]
     if max_records:
-        parts = [piece for r in parts for piece in _cut(r, math.ceil(r.size / max_records))]
+        parts = [piece for r in parts for piece in _divide(r, -(-r.size // max_records))]
     if min_partitions and len(parts) < min_partitions:
         total = sum(r.size for r in parts)
-        out = []
-        for r in parts:
-            share = r.size / total * min_partitions
-            out.extend(_cut(r, max(1, math.floor(share))) if share >= 1 else [r])
-        parts = out
+        single = [r for r in parts if _part_count(r.size, total, min_partitions) == 1]
+        # Spark keeps a topic-partition whole if any of its ranges would get one piece.
+        single_tps = {r.tp for r in single}
+        split_total = total - sum(r.size for r in single)
+        split_min = max(min_partitions - len(single), 1)
+        parts = [piece for r in parts
+                 for piece in _divide(r, 1 if r.tp in single_tps else _part_count(r.size, split_total, split_min))]
     return parts
 
 
-def _cut(r: OffsetRange, pieces: int) -> list[OffsetRange]:
-    pieces = max(1, min(pieces, r.size))
-    bounds = [r.start + r.size * i // pieces for i in range(pieces + 1)]
-    return [OffsetRange(r.topic, r.partition, a, b) for a, b in zip(bounds, bounds[1:])]
+def _part_count(size: int, total: int, min_partitions: int) -> int:
+    # Scala's math.round: half up.
+    return max(math.floor(size / total * min_partitions + 0.5), 1)
+
+
+def _divide(r: OffsetRange, pieces: int) -> list[OffsetRange]:
+    """Spark's getDividedPartition: each piece takes remaining // pieces left, so the
+    round-off goes to the last pieces; empty pieces are dropped."""
+    out, start, remaining = [], r.start, r.size
+    for i in range(pieces):
+        size = remaining // (pieces - i)
+        remaining -= size
+        end = min(start + size, r.end)
+        if end > start:
+            out.append(OffsetRange(r.topic, r.partition, start, end))
+        start = end
+    return out

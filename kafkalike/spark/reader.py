@@ -5,12 +5,17 @@ range's start and reads until its position passes the end. Rows leave in Arrow b
 of bounded size, so a task's memory does not grow with the partition; the only Python
 object per record is the one decoding makes. Offsets missing below `end` are normal on
 compacted topics; records deleted below the log start are data loss, which fails the
-task or is skipped with a warning as failOnDataLoss says.
+task or is skipped with a warning as failOnDataLoss says. Records go into the columns a
+poll's slice at a time, and the cycle collector is off while a batch is read (see
+RangeReader.__iter__): both cut the per-record cost to about the consumer's own
+(docs/benchmarks.md, "Spark load").
 """
 from __future__ import annotations
 
+import gc
 import logging
 import time
+from operator import attrgetter
 from typing import Iterator, Mapping
 
 import pyarrow as pa
@@ -25,11 +30,16 @@ log = logging.getLogger("kafkalike.spark")
 HEADER_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 # Spark's TimestampType is microseconds since the epoch in UTC.
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
+TIMESTAMP_MS = pa.timestamp("ms", tz="UTC")
 BATCH_ROWS = 8192
 BATCH_BYTES = 8 << 20
 # The client settings a task fixes, whatever the user passed: Spark owns positions.
 TASK_CONSUMER = {"group.id": "", "enable.auto.commit": "false", "auto.offset.reset": "none"}
 TASK_DEFAULTS = {"max.poll.records": "10000", "client.id": "kafkalike-spark-reader"}
+
+_KEY, _VALUE, _OFFSET = attrgetter("key"), attrgetter("value"), attrgetter("offset")
+_TIMESTAMP, _TIMESTAMP_TYPE = attrgetter("timestamp"), attrgetter("timestamp_type")
+_KEY_SIZE, _VALUE_SIZE = attrgetter("serialized_key_size"), attrgetter("serialized_value_size")
 
 
 def arrow_schema(include_headers: bool) -> pa.Schema:
@@ -67,47 +77,70 @@ class RangeReader:
         if r.size <= 0:
             return
         tp = (r.topic, r.partition)
+        columns = _Columns(self.include_headers)
         with KafkaConsumer(self.config) as consumer:
             consumer.assign([tp])
             consumer.seek(tp, r.start)
-            position = r.start
-            columns = _Columns(self.include_headers)
-            last_progress = time.monotonic()
-            while position < r.end:
+            batches = self._batches(consumer, tp, columns)
+            while True:
+                # Reading makes no reference cycles, yet every record it decodes is a
+                # tracked object, and the cycle collector's passes over the worker's
+                # whole heap cost about a third of the read; so it is off while a batch is
+                # read, and as it was whenever the caller has control.
+                collect = gc.isenabled()
+                gc.disable()
                 try:
-                    records = consumer.poll(0.5)
-                except OffsetOutOfRangeError:
-                    position = self._skip_lost(consumer, tp, position, "is below the log start offset")
-                    if position >= r.end:
-                        break
-                    consumer.seek(tp, position)
-                    continue
-                if records:
-                    last_progress = time.monotonic()
-                    for record in records:
-                        if record.offset >= r.end:
-                            break
-                        if record.offset >= position:
-                            columns.add(record)
-                    position = max(position, min(consumer.position(tp), r.end))
-                    if columns.rows >= BATCH_ROWS or columns.bytes >= BATCH_BYTES:
-                        yield columns.flush(self.schema)
-                    continue
-                position = max(position, consumer.position(tp))
+                    batch = next(batches, None)
+                finally:
+                    if collect:
+                        gc.enable()
+                if batch is None:
+                    break
+                yield batch
+        self.rows = columns.rows_total
+
+    def _batches(self, consumer: KafkaConsumer, tp, columns: "_Columns") -> Iterator[pa.RecordBatch]:
+        r = self.range
+        position = r.start
+        last_progress = time.monotonic()
+        while position < r.end:
+            try:
+                records = consumer.poll(0.5)
+            except OffsetOutOfRangeError:
+                position = self._skip_lost(consumer, tp, position, "is below the log start offset")
                 if position >= r.end:
                     break
-                if time.monotonic() - last_progress >= self.poll_timeout_s:
-                    end = consumer.end_offsets([tp])[tp]
-                    if end <= position:
-                        # The log ends before the range does: records were truncated away.
-                        position = self._skip_lost(consumer, tp, position, f"is past the log end offset {end}",
-                                                   to=r.end)
-                        break
-                    raise TimeoutError(f"Cannot fetch record for offset {position} in "
-                                       f"{int(self.poll_timeout_s * 1000)} milliseconds")
-            if columns.rows:
-                yield columns.flush(self.schema)
-        self.rows = columns.rows_total
+                consumer.seek(tp, position)
+                continue
+            if records:
+                last_progress = time.monotonic()
+                if records[0].offset < position or records[-1].offset >= r.end:
+                    # One partition's records come in offset order; keep those inside the range.
+                    records = [rec for rec in records if position <= rec.offset < r.end]
+                # Whole poll results go in a slice at a time (no Python call per record),
+                # and a batch is cut at BATCH_ROWS rows or once it holds BATCH_BYTES.
+                taken = 0
+                while taken < len(records):
+                    piece = records[taken:taken + BATCH_ROWS - columns.rows]
+                    columns.add_all(piece)
+                    taken += len(piece)
+                    if columns.rows >= BATCH_ROWS or columns.bytes >= BATCH_BYTES:
+                        yield columns.flush(self.schema)
+                position = max(position, min(consumer.position(tp), r.end))
+                continue
+            position = max(position, consumer.position(tp))
+            if position >= r.end:
+                break
+            if time.monotonic() - last_progress >= self.poll_timeout_s:
+                end = consumer.end_offsets([tp])[tp]
+                if end <= position:
+                    # The log ends before the range does: records were truncated away.
+                    self._skip_lost(consumer, tp, position, f"is past the log end offset {end}", to=r.end)
+                    break
+                raise TimeoutError(f"Cannot fetch record for offset {position} in "
+                                   f"{int(self.poll_timeout_s * 1000)} milliseconds")
+        if columns.rows:
+            yield columns.flush(self.schema)
 
     def _skip_lost(self, consumer: KafkaConsumer, tp, position: int, why: str, to: int | None = None) -> int:
         topic, partition = tp
@@ -122,7 +155,7 @@ class RangeReader:
 
 
 class _Columns:
-    """Column lists for one Arrow batch, filled record by record."""
+    """Column lists for one Arrow batch, filled a poll's slice at a time."""
 
     def __init__(self, include_headers: bool) -> None:
         self.include_headers = include_headers
@@ -137,24 +170,32 @@ class _Columns:
         self.rows = 0
         self.bytes = 0
 
-    def add(self, record) -> None:
-        self.topic, self.partition = record.topic, record.partition
-        self.keys.append(record.key)
-        self.values.append(record.value)
-        self.offsets.append(record.offset)
-        self.stamps.append(record.timestamp * 1000)
-        self.types.append(record.timestamp_type)
+    def add_all(self, records: list) -> None:
+        """Records of one topic-partition, all inside the range."""
+        if not records:
+            return
+        self.topic, self.partition = records[0].topic, records[0].partition
+        self.keys += map(_KEY, records)
+        self.values += map(_VALUE, records)
+        self.offsets += map(_OFFSET, records)
+        self.stamps += map(_TIMESTAMP, records)
+        self.types += map(_TIMESTAMP_TYPE, records)
         if self.include_headers:
-            self.headers.append([{"key": k, "value": v} for k, v in record.headers])
-        self.rows += 1
-        self.bytes += max(record.serialized_key_size, 0) + max(record.serialized_value_size, 0) + 64
+            # Spark's KafkaRecordToRowConverter: null, not an empty array, for a record without headers.
+            self.headers += [[{"key": k, "value": v} for k, v in record.headers] if record.headers else None
+                             for record in records]
+        self.rows += len(records)
+        # About 64 bytes a row besides key and value; the 2 more make up for the -1 size of a null.
+        self.bytes += sum(map(_KEY_SIZE, records)) + sum(map(_VALUE_SIZE, records)) + 66 * len(records)
 
     def flush(self, schema: pa.Schema) -> pa.RecordBatch:
         n = self.rows
+        # Record timestamps are epoch milliseconds: Arrow scales them to Spark's microseconds.
+        stamps = pa.array(self.stamps, pa.int64()).cast(TIMESTAMP_MS).cast(TIMESTAMP_TYPE)
         arrays = [pa.array(self.keys, pa.binary()), pa.array(self.values, pa.binary()),
-                  pa.array([self.topic] * n, pa.string()), pa.array([self.partition] * n, pa.int32()),
-                  pa.array(self.offsets, pa.int64()), pa.array(self.stamps, pa.int64()).cast(TIMESTAMP_TYPE),
-                  pa.array(self.types, pa.int32())]
+                  pa.repeat(pa.scalar(self.topic, pa.string()), n),
+                  pa.repeat(pa.scalar(self.partition, pa.int32()), n),
+                  pa.array(self.offsets, pa.int64()), stamps, pa.array(self.types, pa.int32())]
         if self.include_headers:
             arrays.append(pa.array(self.headers, HEADER_TYPE))
         batch = pa.RecordBatch.from_arrays(arrays, schema=schema)

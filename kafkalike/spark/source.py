@@ -14,6 +14,7 @@ task reads one offset range (reader.py) or writes its rows (writer.py).
 from __future__ import annotations
 
 import logging
+import math
 from typing import Iterator, Sequence
 
 from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, DataSourceStreamArrowWriter,
@@ -76,6 +77,9 @@ def _option(options, name: str, default: str) -> str:
 
 
 def read_range(options: SourceOptions, partition: KafkaRangePartition):
+    if not isinstance(partition, KafkaRangePartition):
+        # Nothing to read: PySpark runs one task with InputPartition(None) when partitions() is empty.
+        return iter(())
     return iter(RangeReader(options.client_config, partition.range, include_headers=options.include_headers,
                             fail_on_data_loss=options.fail_on_data_loss, poll_timeout_ms=options.poll_timeout_ms))
 
@@ -149,7 +153,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                             tp[0], tp[1], begin, stop)
                 continue
             ranges.append(OffsetRange(tp[0], tp[1], begin, stop))
-        return [KafkaRangePartition(r) for r in split_ranges(ranges, self.options.min_partitions, None)]
+        return [KafkaRangePartition(r) for r in split_ranges(ranges, self.options.min_partitions,
+                                                                  self.options.max_records_per_partition)]
 
     def read(self, partition: KafkaRangePartition):
         return read_range(self.options, partition)
@@ -171,11 +176,18 @@ def _from_json(offsets: dict) -> dict:
 
 def _rate_limit(start: dict, end: dict, max_rows: int) -> dict:
     """Spark's maxOffsetsPerTrigger: the limit shared out in proportion to each partition's lag."""
-    lag = {tp: end[tp] - start.get(tp, end[tp]) for tp in end}
+    lag = {tp: end[tp] - start[tp] for tp in end if tp in start and end[tp] > start[tp]}
     total = sum(lag.values())
     if total <= max_rows:
         return end
-    return {tp: start.get(tp, end[tp]) + int(lag[tp] * max_rows / total) for tp in end}
+    out = dict(end)
+    for tp, size in lag.items():
+        share = max_rows * size / total
+        # As Spark's KafkaMicroBatchStream.rateLimit: a share below one offset is rounded up
+        # so no lagging partition starves (and a limit below the partition count still
+        # moves every partition on); larger shares are rounded down.
+        out[tp] = min(end[tp], start[tp] + (math.ceil(share) if share < 1 else math.floor(share)))
+    return out
 
 
 class KafkaWriter(DataSourceArrowWriter):
