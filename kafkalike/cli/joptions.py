@@ -279,13 +279,15 @@ class ToolsLayout(logging.Formatter):
 
 
 def setup_tools_logging(err: TextIO, java_loggers: Mapping[str, str]) -> logging.Handler:
-    """WARN and above of our client's loggers to `err` in the tools layout (tools-log4j.properties)."""
+    """WARN and above of our client's loggers to `err` in the tools layout (tools-log4j.properties).
+
+    Only a handler is added (at WARN): the loggers' own levels and propagation stay as they
+    were, so a program or test that runs a tool in-process keeps its logging.
+    """
     handler = logging.StreamHandler(err)
     handler.setFormatter(ToolsLayout(java_loggers))
-    root = logging.getLogger("kafkalike")
-    root.addHandler(handler)
-    root.setLevel(logging.WARNING)
-    root.propagate = False
+    handler.setLevel(logging.WARNING)
+    logging.getLogger("kafkalike").addHandler(handler)
     return handler
 
 
