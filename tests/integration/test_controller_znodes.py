@@ -3,23 +3,14 @@ from __future__ import annotations
 
 import io
 import json
-import time
 
 from kazoo.client import KazooClient
 
 from kafkalike.cli.topics import main as kafka_topics
 from kafkalike.zkdata import uuid_from_base64
+from tests.integration.test_kafka_topics import eventually
 
 ZERO_ID = "AAAAAAAAAAAAAAAAAAAAAA"
-
-
-def eventually(check, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        answer = check()
-        if answer or time.monotonic() > deadline:
-            return answer
-        time.sleep(0.2)
 
 
 def topics(*argv: str) -> str:

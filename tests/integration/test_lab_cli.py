@@ -17,7 +17,8 @@ import pytest
 
 from kafkalike.lab.processes import is_alive, processes_mentioning
 from tests.conftest import REPO_ROOT
-from tests.lab_cli import LabUnderTest, run_lab, wait_until
+from tests.fault.cluster_view import wait_until
+from tests.lab_cli import LabUnderTest, run_lab
 
 pytestmark = pytest.mark.integration
 
