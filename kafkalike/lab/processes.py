@@ -81,6 +81,18 @@ def processes_mentioning(text: str, markers: Iterable[str] = ()) -> Iterator[int
             yield pid
 
 
+def group_alive(pgid: int) -> bool:
+    """Any non-zombie process still in process group `pgid` (what kill -9 of a group leaves)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()   # state ppid pgrp ...
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
 def port_in_use(host: str, port: int) -> bool:
     """Could a server bind host:port right now? Checked with SO_REUSEADDR, as servers bind,
     so a socket in TIME_WAIT does not count but a listener (on this address or on all) does."""

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kafkalike.lab.zookeeper import death_signal_prefix, free_ports
+from kafkalike.lab.processes import group_alive
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 INSTALL_HINT = "install it with ./scripts/setup.sh --test (it installs the spark extra: pyspark>=4.0 and pyarrow)"
@@ -167,7 +168,7 @@ class _Daemon:
         # Executors and Python workers left in the group are no children of ours; give
         # them a moment to be gone so the caller may delete their directories.
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and _group_alive(self.proc.pid):
+        while time.monotonic() < deadline and group_alive(self.proc.pid):
             time.sleep(0.05)
 
     def log_tail(self, lines: int = 40) -> str:
@@ -176,19 +177,6 @@ class _Daemon:
         except OSError:
             return "(no log)"
         return "\n".join(text.splitlines()[-lines:])
-
-
-def _group_alive(pgid: int) -> bool:
-    """Any non-zombie process still in the process group pgid."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        # fields: state ppid pgrp ...
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
 
 
 class SparkStandalone:

@@ -255,30 +255,27 @@ def _bool(opts: Mapping[str, str], key: str, default: bool) -> bool:
 
 
 def _check_range(starting: OffsetLimit, ending: OffsetLimit) -> None:
-    if starting.kind == "offsets" and ending.kind == "offsets":
-        if set(starting.partition_offsets) != set(ending.partition_offsets):
-            raise KafkaOptionError(
-                "The specified topic partitions in startingOffsets and endingOffsets don't match. "
-                f"startingOffsets: {sorted(starting.partition_offsets)}, "
-                f"endingOffsets: {sorted(ending.partition_offsets)}")
-        for tp, start in starting.partition_offsets.items():
-            end = ending.partition_offsets[tp]
-            if start >= 0 and end >= 0 and start > end:
-                raise KafkaOptionError(f"The start offset {start} for topic partition {tp[0]}-{tp[1]} is greater "
-                                       f"than the end offset {end} (startingOffsets, endingOffsets)")
-    # Spark's checkOffsetLimitValidity holds per-partition timestamps to the same rules.
-    if starting.kind == "timestamps" and ending.kind == "timestamps":
-        if set(starting.partition_timestamps) != set(ending.partition_timestamps):
-            raise KafkaOptionError(
-                "The specified topic partitions in startingOffsetsByTimestamp and endingOffsetsByTimestamp don't "
-                f"match. startingOffsetsByTimestamp: {sorted(starting.partition_timestamps)}, "
-                f"endingOffsetsByTimestamp: {sorted(ending.partition_timestamps)}")
-        for tp, start in starting.partition_timestamps.items():
-            end = ending.partition_timestamps[tp]
-            if start >= 0 and end >= 0 and start > end:
-                raise KafkaOptionError(f"The start timestamp {start} for topic partition {tp[0]}-{tp[1]} is greater "
-                                       f"than the end timestamp {end} (startingOffsetsByTimestamp, "
-                                       "endingOffsetsByTimestamp)")
+    """Spark's checkOffsetLimitValidity: per-partition starts and ends, given as offsets or as
+    timestamps, must name the same partitions and no start may pass its end."""
+    if starting.kind == ending.kind == "offsets":
+        _check_bounds(starting.partition_offsets, ending.partition_offsets, "offset",
+                      "startingOffsets", "endingOffsets")
+    elif starting.kind == ending.kind == "timestamps":
+        _check_bounds(starting.partition_timestamps, ending.partition_timestamps, "timestamp",
+                      "startingOffsetsByTimestamp", "endingOffsetsByTimestamp")
+
+
+def _check_bounds(starts: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int], what: str,
+                  start_option: str, end_option: str) -> None:
+    if set(starts) != set(ends):
+        raise KafkaOptionError(
+            f"The specified topic partitions in {start_option} and {end_option} don't match. "
+            f"{start_option}: {sorted(starts)}, {end_option}: {sorted(ends)}")
+    for tp, start in starts.items():
+        end = ends[tp]
+        if start >= 0 and end >= 0 and start > end:
+            raise KafkaOptionError(f"The start {what} {start} for topic partition {tp[0]}-{tp[1]} is greater "
+                                   f"than the end {what} {end} ({start_option}, {end_option})")
 
 
 def source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:

@@ -26,6 +26,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafkalike.lab.processes import group_alive
 from tests.conftest import REPO_ROOT, scratch_dir
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]
@@ -157,17 +158,6 @@ def kill_group(proc: subprocess.Popen) -> None:
     while group_alive(proc.pid):
         assert time.monotonic() < deadline, f"processes of group {proc.pid} outlived kill -9"
         time.sleep(0.1)
-
-
-def group_alive(pgid: int) -> bool:
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
 
 
 def describe_group(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[str, str, str]]:
