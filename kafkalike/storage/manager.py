@@ -7,8 +7,9 @@ warning, meaning full recovery), then load every partition dir. Shutdown flushes
 closes every log, writes the checkpoints and only then the clean-shutdown marker.
 
 Periodic work (retention, flush.ms, checkpoints) is exposed as plain methods for the
-broker to schedule; the ones that fsync (`flush_dirty_logs`, `checkpoint_*`) belong
-in a thread.
+broker to schedule; the ones that fsync belong in a thread: `flush_dirty_logs` whole,
+the checkpoints as a capture on the reactor (`*_checkpoint_writer`) whose returned
+write runs on a thread.
 
 `cleaner` is the log cleaner of compacted topics (None with `enable_cleaner=False`, as
 log.cleaner.enable=false). Making it creates each dir's `cleaner-offset-checkpoint`,
@@ -64,6 +65,10 @@ class LogManager:
         self._scheduler = scheduler
         self._rng = rng or random.Random()
         self._lock = threading.RLock()
+        # Checkpoint files are written from the reactor (log deletion, shutdown) and from
+        # the broker's checkpoint thread: one writer at a time, and none after shutdown.
+        self._checkpoint_lock = threading.RLock()
+        self._closed = False
         self.logs: dict[TopicPartition, Log] = {}
         self._log_dir_of: dict[TopicPartition, str] = {}
         self.log_dirs: list[str] = []
@@ -244,20 +249,53 @@ class LogManager:
         return {tp: lg for tp, lg in self.logs.items() if self._log_dir_of[tp] == directory}
 
     def _checkpoint_dir(self, directory: str) -> None:
-        logs = self._logs_in(directory)
-        recovery_point_checkpoint(directory).write({tp: lg.recovery_point for tp, lg in logs.items()})
-        log_start_offset_checkpoint(directory).write(
-            {tp: lg.log_start_offset for tp, lg in logs.items()})
+        with self._checkpoint_lock:
+            self._write_recovery_checkpoints(self._recovery_snapshot([directory]))
+
+    def _recovery_snapshot(self, directories: Iterable[str]) -> dict[str, tuple[dict, dict]]:
+        snapshot = {}
+        for directory in directories:
+            logs = self._logs_in(directory)
+            snapshot[directory] = ({tp: lg.recovery_point for tp, lg in logs.items()},
+                                   {tp: lg.log_start_offset for tp, lg in logs.items()})
+        return snapshot
+
+    def _write_recovery_checkpoints(self, snapshot: dict[str, tuple[dict, dict]]) -> None:
+        for directory, (recovery_points, start_offsets) in snapshot.items():
+            recovery_point_checkpoint(directory).write(recovery_points)
+            log_start_offset_checkpoint(directory).write(start_offsets)
+
+    def _write_high_watermarks(self, snapshot: dict[str, dict[TopicPartition, int]]) -> None:
+        for directory, marks in snapshot.items():
+            replication_offset_checkpoint(directory).write(marks)
+
+    def recovery_checkpoint_writer(self) -> Callable[[], None]:
+        """Capture each log's recovery point and log start offset now, on the thread that
+        moves them, and return the blocking write of the two checkpoint files per log dir.
+
+        The broker captures on the reactor and writes on a thread, so the fsyncs never
+        stall requests and the thread never reads a log that is changing under it."""
+        return self._guarded_writer(self._write_recovery_checkpoints, self._recovery_snapshot(self.log_dirs))
+
+    def high_watermark_checkpoint_writer(self) -> Callable[[], None]:
+        """As recovery_checkpoint_writer, for each dir's replication-offset-checkpoint."""
+        snapshot = {d: {tp: lg.high_watermark for tp, lg in self._logs_in(d).items()} for d in self.log_dirs}
+        return self._guarded_writer(self._write_high_watermarks, snapshot)
+
+    def _guarded_writer(self, write: Callable[[Any], None], snapshot: Any) -> Callable[[], None]:
+        def run() -> None:
+            # A write that lost the race with shutdown must not replace the final checkpoints.
+            with self._checkpoint_lock:
+                if not self._closed:
+                    write(snapshot)
+        return run
 
     def checkpoint_recovery_points_and_log_start_offsets(self) -> None:
-        for directory in self.log_dirs:
-            self._checkpoint_dir(directory)
+        self.recovery_checkpoint_writer()()
 
     def checkpoint_high_watermarks(self) -> None:
         """Write each log's high watermark to its dir's replication-offset-checkpoint."""
-        for directory in self.log_dirs:
-            replication_offset_checkpoint(directory).write(
-                {tp: lg.high_watermark for tp, lg in self._logs_in(directory).items()})
+        self.high_watermark_checkpoint_writer()()
 
     def checkpointed_high_watermark(self, tp: TopicPartition) -> int:
         """The high watermark read from replication-offset-checkpoint at startup (0 if none)."""
@@ -275,15 +313,15 @@ class LogManager:
         """Stop the cleaner; flush and close every log, write checkpoints, then the clean-shutdown markers."""
         if self.cleaner is not None:
             self.cleaner.stop()
-        with self._lock:
+        with self._lock, self._checkpoint_lock:
+            self._closed = True
             for directory in self.log_dirs:
                 logs = self._logs_in(directory)
                 for item in logs.values():
                     item.flush()
                     item.close()
-                self._checkpoint_dir(directory)
-                replication_offset_checkpoint(directory).write(
-                    {tp: lg.high_watermark for tp, lg in logs.items()})
+                self._write_recovery_checkpoints(self._recovery_snapshot([directory]))
+                self._write_high_watermarks({directory: {tp: lg.high_watermark for tp, lg in logs.items()}})
                 open(os.path.join(directory, layout.CLEAN_SHUTDOWN_FILE), "a").close()
                 layout.fsync_dir(directory)
             self._release_locks()
@@ -292,7 +330,8 @@ class LogManager:
         """Drop everything as a crash would (no flush, no checkpoints, no marker); for tests."""
         if self.cleaner is not None:
             self.cleaner.stop()
-        with self._lock:
+        with self._lock, self._checkpoint_lock:
+            self._closed = True
             for item in self.logs.values():
                 for segment in item.segments:
                     segment.close_without_trim()

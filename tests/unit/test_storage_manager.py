@@ -149,3 +149,22 @@ def test_topic_configs_and_periodic_work(shm_path):
     assert short.log_start_offset == 5 and long.log_start_offset == 0
     logs.shutdown()
     assert open(shm_path / "log-start-offset-checkpoint").read() == "0\n2\nlong 0 0\nshort 0 5\n"
+
+
+def test_checkpoints_are_captured_on_the_caller_and_written_later(shm_path):
+    """The broker captures on the reactor and writes on a thread: the file holds what was
+    true at capture, and a write that comes after shutdown leaves the final files alone."""
+    logs = manager([shm_path])
+    orders = logs.get_or_create_log(TopicPartition("orders", 0))
+    fill(orders, 2)
+    orders.update_high_watermark(3)
+    write_hw, write_recovery = logs.high_watermark_checkpoint_writer(), logs.recovery_checkpoint_writer()
+    late = logs.high_watermark_checkpoint_writer()
+    orders.update_high_watermark(4)                 # moves after the capture
+    write_hw()
+    write_recovery()
+    assert open(shm_path / "replication-offset-checkpoint").read() == "0\n1\norders 0 3\n"
+    assert open(shm_path / "log-start-offset-checkpoint").read() == "0\n1\norders 0 0\n"
+    logs.shutdown()
+    late()
+    assert open(shm_path / "replication-offset-checkpoint").read() == "0\n1\norders 0 4\n"
