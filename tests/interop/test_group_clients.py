@@ -104,7 +104,10 @@ def drive(members, predicate, timeout: float = 30.0, what: str = "the group to s
         for m in members:
             m.poll()
         return predicate()
-    return wait_until(step, timeout, interval=0, what=what)
+    try:
+        return wait_until(step, timeout, interval=0, what=what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; members own {owned(members)}") from None
 
 
 def owned(members) -> list[list[int]]:
@@ -262,7 +265,12 @@ class ThreadMember:
 
     def _run(self) -> None:
         try:
-            consumer = KafkaConsumer(self._topic, **self._config)
+            # The topic's metadata before the subscription: kafka-python may otherwise join
+            # (and, as leader, assign) before its first metadata answer, and then depends on
+            # a later metadata refresh to rejoin.
+            consumer = KafkaConsumer(**self._config)
+            consumer.partitions_for_topic(self._topic)
+            consumer.subscribe([self._topic])
             try:
                 while not self._stop.is_set():
                     for tp, records in consumer.poll(timeout_ms=100).items():
