@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from twisted.internet import defer
 
 from kafkalike.common.assignment import InvalidPartitions, InvalidReplicationFactor, assign_replicas
-from kafkalike.common.topics import InvalidTopicName, collides, validate
+from kafkalike.common.topics import INTERNAL_TOPICS, InvalidTopicName, collides, validate
 from kafkalike.protocol.errors import ErrorCode
-from kafkalike.storage.config import LogConfig
 from kafkalike.zkdata.errors import TopicAlreadyMarkedForDeletionError, TopicExistsError
 from kafkalike.zkdata.ids import new_topic_id
 from kafkalike.zkdata.topic_znodes import PartitionAssignment
+
+if TYPE_CHECKING:
+    from kafkalike.broker.config import KafkaConfig
+    from kafkalike.broker.metadata_cache import MetadataCache
+    from kafkalike.broker.topic_configs import TopicConfigs
+    from kafkalike.zkdata import KafkaZkClient
 
 log = logging.getLogger("kafka.server.ZkAdminManager")
 
@@ -47,17 +53,17 @@ class _Waiter:
 
 
 class AdminManager:
-    def __init__(self, server):
-        self.server = server
+    """Kafka's ZkAdminManager: what admin requests change, validated and written to
+    ZooKeeper, answered with plain results the handlers put on the wire."""
+
+    def __init__(self, zk: KafkaZkClient, cache: MetadataCache, config: KafkaConfig,
+                 topic_configs: TopicConfigs, reactor) -> None:
+        self.zk = zk
+        self.cache = cache
+        self.config = config
+        self.topic_configs = topic_configs
+        self.reactor = reactor
         self._waiters: list[_Waiter] = []
-
-    @property
-    def zk(self):
-        return self.server.zk
-
-    @property
-    def cache(self):
-        return self.server.metadata_cache
 
     # -- waiting for the controller's work to reach us ----------------------------------
 
@@ -77,8 +83,8 @@ class AdminManager:
             d.callback(True)
             return d
         self._waiters.append(_Waiter(check, d))
-        timer = self.server.reactor.callLater(max(timeout_ms, 0) / 1000.0,
-                                             lambda: d.called or d.callback(False))
+        timer = self.reactor.callLater(max(timeout_ms, 0) / 1000.0,
+                                      lambda: d.called or d.callback(False))
         d.addBoth(lambda r: (timer.active() and timer.cancel(), r)[1])
         return d
 
@@ -92,7 +98,7 @@ class AdminManager:
 
     def _plan(self, name: str, num_partitions: int, replication_factor: int,
               assignments: dict[int, list[int]], configs: dict[str, str | None]):
-        config = self.server.config
+        config = self.config
         validate(name)
         for existing in self.cache.topics():
             if collides(name, existing):
@@ -128,7 +134,7 @@ class AdminManager:
                 raise AdminError(ErrorCode.INVALID_PARTITIONS, str(exc)) from None
         clean = {k: v for k, v in configs.items() if v is not None}
         try:
-            LogConfig.from_props(clean, self.server.default_log_config)
+            self.topic_configs.parse(clean)
         except ValueError as exc:
             raise AdminError(ErrorCode.INVALID_CONFIG, str(exc)) from None
         return plan, clean
@@ -175,9 +181,9 @@ class AdminManager:
         if not self.cache.contains(name):
             return TopicResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                "This server does not host this topic-partition.")
-        if not self.server.config.get("delete.topic.enable"):
+        if not self.config.get("delete.topic.enable"):
             return TopicResult(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
-        if name in self.server.internal_topics:
+        if name in INTERNAL_TOPICS:
             return TopicResult(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete internal topic {name}")
         try:
             await self.zk.mark_topic_for_deletion(name)

@@ -14,7 +14,7 @@ from collections import deque
 from twisted.internet import defer, protocol
 
 from kafkalike.common.framing import SizePrefixedReceiver
-from kafkalike.broker.registry import HANDLERS, RequestContext
+from kafkalike.broker.registry import HANDLERS, BrokerServices, RequestContext
 from kafkalike.protocol.api import decode_request_header, encode_response, size_prefixed
 from kafkalike.protocol.errors import ErrorCode, ProtocolDecodeError
 
@@ -26,8 +26,9 @@ QUEUE_PAUSE = 16
 class KafkaConnection(SizePrefixedReceiver):
     """One client connection."""
 
-    def __init__(self, server, max_request_size: int):
-        self.server = server
+    def __init__(self, services: BrokerServices, connections: set[KafkaConnection], max_request_size: int):
+        self.services = services
+        self.connections = connections
         self.MAX_LENGTH = max_request_size
         self._queue: deque = deque()
         self._busy = False
@@ -37,10 +38,10 @@ class KafkaConnection(SizePrefixedReceiver):
     def connectionMade(self) -> None:
         peer = self.transport.getPeer()
         self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
-        self.server.connections.add(self)
+        self.connections.add(self)
 
     def connectionLost(self, reason=protocol.connectionDone) -> None:
-        self.server.connections.discard(self)
+        self.connections.discard(self)
         self._queue.clear()
 
     def lengthLimitExceeded(self, length: int) -> None:
@@ -91,7 +92,7 @@ class KafkaConnection(SizePrefixedReceiver):
             self.transport.abortConnection()
             return None
         ctx = RequestContext(api_key, version, header.correlation_id, header.client_id,
-                             self.peer.rsplit(":", 1)[0], self.server, self)
+                             self.peer.rsplit(":", 1)[0], self.services, self)
         if not reg.min_version <= version <= reg.max_version:
             if api_key == API_VERSIONS:
                 return self._send_result(ctx, reg.handle(ctx, None), 0)
@@ -145,14 +146,18 @@ class KafkaConnection(SizePrefixedReceiver):
 
 
 class KafkaServerFactory(protocol.ServerFactory):
+    """One listener. It keeps its open connections, so the server can close them at
+    shutdown."""
+
     noisy = False
     listener_name = "PLAINTEXT"
 
-    def __init__(self, server, max_request_size: int):
-        self.server = server
+    def __init__(self, services: BrokerServices, max_request_size: int):
+        self.services = services
         self.max_request_size = max_request_size
+        self.connections: set[KafkaConnection] = set()
 
     def buildProtocol(self, addr):
-        conn = KafkaConnection(self.server, self.max_request_size)
+        conn = KafkaConnection(self.services, self.connections, self.max_request_size)
         conn.factory = self
         return conn

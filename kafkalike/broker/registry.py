@@ -6,10 +6,23 @@ advertise a version it does not serve, nor serve one it does not advertise.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kafkalike.protocol.api import APIS, ApiSpec
 from kafkalike.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kafkalike.broker.admin_manager import AdminManager
+    from kafkalike.broker.config import KafkaConfig
+    from kafkalike.broker.metadata_cache import MetadataCache
+    from kafkalike.broker.network import KafkaConnection
+    from kafkalike.broker.replica_manager import ReplicaManager
+    from kafkalike.broker.topic_configs import TopicConfigs
+    from kafkalike.controller.controller import KafkaController
+    from kafkalike.coordinator.coordinator import GroupCoordinator
+    from kafkalike.coordinator.producer_id_manager import ProducerIdManager
+    from kafkalike.storage.manager import LogManager
+    from kafkalike.zkdata import KafkaZkClient
 
 Handler = Callable[["RequestContext", Any], Any]   # returns a response, None or a Deferred
 ErrorResponse = Callable[[Any, int, ErrorCode], Any]
@@ -25,16 +38,103 @@ class Registration:
 
 
 @dataclass
+class BrokerEpochs:
+    """The epochs the controller's requests are fenced with. The broker's own epoch (the
+    czxid of its /brokers/ids/<id> znode) changes when it registers again after a session
+    expiry; the controller epoch is the newest one whose requests it obeyed."""
+
+    broker_epoch: int = -1
+    controller_epoch_seen: int = -1
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrokerServices:
+    """What request handlers work through, each with its own type (Kafka hands the same
+    set to KafkaApis). The server, the composition root, builds it once start-up has
+    made them all, before it listens, so a handler never meets a missing one; tests
+    build one from fakes of just what they exercise."""
+
+    broker_id: int
+    cluster_id: str | None
+    config: KafkaConfig
+    zk: KafkaZkClient
+    metadata: MetadataCache
+    replicas: ReplicaManager
+    logs: LogManager
+    topic_configs: TopicConfigs
+    groups: GroupCoordinator
+    admin: AdminManager
+    controller: KafkaController
+    producer_ids: ProducerIdManager
+    epochs: BrokerEpochs
+    leadership: Any = None   # the server's LeaderAndIsr and StopReplica, until ReplicaManager takes them
+
+
+@dataclass
 class RequestContext:
-    """What a handler knows about the request besides its body."""
+    """What a handler knows about the request besides its body, and the broker's
+    services it may use (read through to the one BrokerServices every request shares,
+    so a request costs one reference, not a copy of each)."""
 
     api_key: int
     version: int
     correlation_id: int
     client_id: str | None
     client_host: str
-    server: Any          # the KafkaServer; handlers reach managers through it
-    connection: Any = None
+    services: BrokerServices
+    connection: KafkaConnection | None = None
+
+    @property
+    def broker_id(self) -> int:
+        return self.services.broker_id
+
+    @property
+    def cluster_id(self) -> str | None:
+        return self.services.cluster_id
+
+    @property
+    def config(self) -> KafkaConfig:
+        return self.services.config
+
+    @property
+    def zk(self) -> KafkaZkClient:
+        return self.services.zk
+
+    @property
+    def metadata(self) -> MetadataCache:
+        return self.services.metadata
+
+    @property
+    def replicas(self) -> ReplicaManager:
+        return self.services.replicas
+
+    @property
+    def logs(self) -> LogManager:
+        return self.services.logs
+
+    @property
+    def topic_configs(self) -> TopicConfigs:
+        return self.services.topic_configs
+
+    @property
+    def groups(self) -> GroupCoordinator:
+        return self.services.groups
+
+    @property
+    def admin(self) -> AdminManager:
+        return self.services.admin
+
+    @property
+    def controller(self) -> KafkaController:
+        return self.services.controller
+
+    @property
+    def producer_ids(self) -> ProducerIdManager:
+        return self.services.producer_ids
+
+    @property
+    def epochs(self) -> BrokerEpochs:
+        return self.services.epochs
 
 
 HANDLERS: dict[int, Registration] = {}

@@ -20,16 +20,15 @@ from kafkalike.broker.config import KafkaConfig, api_version_at_least
 from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.broker.metadata_cache import MetadataCache
 from kafkalike.broker.network import KafkaServerFactory
-from kafkalike.broker.registry import load_handlers
+from kafkalike.broker.registry import BrokerEpochs, BrokerServices, load_handlers
 from kafkalike.broker.replica_fetcher import ReplicaFetcherManager
 from kafkalike.broker.replica_manager import ReplicaManager
-from kafkalike.common.topics import INTERNAL_TOPICS
+from kafkalike.broker.topic_configs import TopicConfigs, default_log_config
 from kafkalike.controller.controller import KafkaController
 from kafkalike.coordinator.config import OFFSETS_TOPIC
 from kafkalike.coordinator.coordinator import GroupCoordinator
 from kafkalike.coordinator.producer_id_manager import ProducerIdManager
 from kafkalike.protocol.errors import ErrorCode
-from kafkalike.storage.config import KEYS_BY_NAME, LogConfig
 from kafkalike.storage.manager import LogManager
 from kafkalike.storage.meta_properties import MetaProperties, read_meta_properties, write_meta_properties
 from kafkalike.zkdata import BrokerRegistration, EndPoint, KafkaZkClient
@@ -43,13 +42,10 @@ class StartupError(Exception):
     """A reason the broker must not start; the message says which and why."""
 
 
-def default_log_config(config: KafkaConfig) -> LogConfig:
-    """Topic defaults from broker keys, not marked as topic overrides."""
-    values = config.log_config_defaults()
-    return LogConfig(**{KEYS_BY_NAME[k].attr: v for k, v in values.items() if k in KEYS_BY_NAME})
-
-
 class KafkaServer:
+    """The composition root: it makes the broker's managers in start-up order, hands
+    each what it needs, and gives the request handlers the result as BrokerServices."""
+
     def __init__(self, config: KafkaConfig, reactor=None):
         if reactor is None:
             from twisted.internet import reactor as default_reactor
@@ -57,14 +53,9 @@ class KafkaServer:
         self.config = config
         self.reactor = reactor
         self.broker_id = config.broker_id
-        self.broker_epoch = -1
+        self.epochs = BrokerEpochs()
         self.cluster_id: str | None = None
-        self.controller_epoch_seen = -1
-        self.internal_topics = INTERNAL_TOPICS
-        self.default_log_config = default_log_config(config)
-        self.topic_overrides: dict[str, dict[str, str]] = {}
-        self._topic_config_cache: dict[str, LogConfig] = {}
-        self.connections: set = set()
+        self.topic_configs = TopicConfigs(default_log_config(config))
         self.zk: KafkaZkClient | None = None
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
@@ -72,35 +63,20 @@ class KafkaServer:
         self.controller: KafkaController | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.producer_id_manager: ProducerIdManager | None = None
-        self.admin = AdminManager(self)
+        self.admin: AdminManager | None = None
+        self.services: BrokerServices | None = None
         self.ports: list = []
         self._tasks: list[task.LoopingCall] = []
         self._config_watch = None
         self.shutting_down = False
 
-    # -- helpers used by handlers -------------------------------------------------------
+    @property
+    def broker_epoch(self) -> int:
+        return self.epochs.broker_epoch
 
     @staticmethod
     def time_ms() -> int:
         return int(time.time() * 1000)
-
-    def topic_config(self, topic: str) -> LogConfig:
-        """The topic's effective config; parsed once per change of its overrides, since
-        the produce path asks for it on every request."""
-        config = self._topic_config_cache.get(topic)
-        if config is None:
-            props = self.topic_overrides.get(topic)
-            config = (LogConfig.from_props(props, self.default_log_config, strict=False)
-                      if props else self.default_log_config)
-            self._topic_config_cache[topic] = config
-        return config
-
-    def set_topic_overrides(self, topic: str, props: dict[str, str] | None) -> None:
-        if props is None:
-            self.topic_overrides.pop(topic, None)
-        else:
-            self.topic_overrides[topic] = props
-        self._topic_config_cache.pop(topic, None)
 
     # -- startup ------------------------------------------------------------------------
 
@@ -127,7 +103,7 @@ class KafkaServer:
         # threads too, so the reactor never waits on the disk.
         loading_started = time.monotonic()
         self.log_manager = await threads.deferToThread(
-            LogManager, cfg.log_dirs, self.default_log_config, topic_configs=self.topic_config,
+            LogManager, cfg.log_dirs, self.topic_configs.defaults, topic_configs=self.topic_configs.effective,
             flush_executor=reactor.callInThread,
             scheduler=lambda ms, fn: reactor.callLater(ms / 1000.0, reactor.callInThread, fn),
             enable_cleaner=cfg.get("log.cleaner.enable"))
@@ -136,29 +112,39 @@ class KafkaServer:
         if self.log_manager.cleaner is not None:
             self.log_manager.cleaner.start()   # its own thread: compaction never blocks the reactor
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.reactor,
-                                              self.topic_config, self.time_ms)
+                                              self.topic_configs.effective, self.time_ms)
         self.replica_manager.replica_lag_ms = cfg.get("replica.lag.time.max.ms")
         self.alter_isr = self.replica_manager.alter_isr = AlterIsrManager(self)
         self.fetchers = ReplicaFetcherManager(self)
         self.group_coordinator = GroupCoordinator.for_server(self)
         self.group_coordinator.startup()
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk)
+        self.admin = AdminManager(self.zk, self.metadata_cache, cfg, self.topic_configs, self.reactor)
+        # Made now, so the handlers' services hold it (inactive until elected); started,
+        # and known as the server's, only once the broker is registered.
+        controller = KafkaController(
+            self.broker_id, self.zk, self.reactor,
+            inter_broker_listener=cfg.inter_broker_listener_name,
+            delete_topic_enable=cfg.get("delete.topic.enable"),
+            unclean_election=lambda t: self.topic_configs.effective(t).unclean_leader_election_enable,
+            auto_leader_rebalance_enable=cfg.get("auto.leader.rebalance.enable"),
+            leader_imbalance_check_interval_seconds=cfg.get("leader.imbalance.check.interval.seconds"),
+            leader_imbalance_per_broker_percentage=cfg.get("leader.imbalance.per.broker.percentage"),
+            uses_topic_ids=api_version_at_least(cfg.inter_broker_protocol_version, "2.8-IV0"),
+            feature_versioning=api_version_at_least(cfg.inter_broker_protocol_version, "2.7-IV0"))
+        self.services = BrokerServices(
+            broker_id=self.broker_id, cluster_id=self.cluster_id, config=cfg, zk=self.zk,
+            metadata=self.metadata_cache, replicas=self.replica_manager, logs=self.log_manager,
+            topic_configs=self.topic_configs, groups=self.group_coordinator, admin=self.admin,
+            controller=controller, producer_ids=self.producer_id_manager, epochs=self.epochs,
+            leadership=self)
         load_handlers()
         await self._listen()
         self.zk.add_session_listener(self._on_session_event)
         await self._register()
         self._checkpoint_broker_metadata()
         self._config_watch = await self.zk.watch_config_changes(lambda *_: self._reload_topic_configs())
-        self.controller = KafkaController(
-            self.broker_id, self.zk, self.reactor,
-            inter_broker_listener=cfg.inter_broker_listener_name,
-            delete_topic_enable=cfg.get("delete.topic.enable"),
-            unclean_election=lambda t: self.topic_config(t).unclean_leader_election_enable,
-            auto_leader_rebalance_enable=cfg.get("auto.leader.rebalance.enable"),
-            leader_imbalance_check_interval_seconds=cfg.get("leader.imbalance.check.interval.seconds"),
-            leader_imbalance_per_broker_percentage=cfg.get("leader.imbalance.per.broker.percentage"),
-            uses_topic_ids=api_version_at_least(cfg.inter_broker_protocol_version, "2.8-IV0"),
-            feature_versioning=api_version_at_least(cfg.inter_broker_protocol_version, "2.7-IV0"))
+        self.controller = controller
         self.controller.startup()
         self._schedule()
         app_info = logging.getLogger("org.apache.kafka.common.utils.AppInfoParser")
@@ -214,7 +200,7 @@ class KafkaServer:
 
     async def _listen(self) -> None:
         for ep in self.config.listeners:
-            factory = KafkaServerFactory(self, self.config.get("socket.request.max.bytes"))
+            factory = KafkaServerFactory(self.services, self.config.get("socket.request.max.bytes"))
             factory.listener_name = ep.listener_name
             endpoint = TCP4ServerEndpoint(self.reactor, ep.port, interface=ep.host or "")
             port = await endpoint.listen(factory)
@@ -231,7 +217,7 @@ class KafkaServer:
 
     async def _register(self) -> None:
         reg = self._registration()
-        self.broker_epoch = await self.zk.register_broker(reg)
+        self.epochs.broker_epoch = await self.zk.register_broker(reg)
         log.info("Registered broker %d at path /brokers/ids/%d with addresses: %s, czxid (broker epoch): %d",
                  self.broker_id, self.broker_id, ",".join(e.connection_string for e in reg.endpoints),
                  self.broker_epoch)
@@ -276,9 +262,9 @@ class KafkaServer:
 
         def apply(found: dict) -> None:
             for topic, props in found.items():
-                if props != self.topic_overrides.get(topic, {}):
-                    self.set_topic_overrides(topic, props)
-                    self.log_manager.update_topic_config(topic, self.topic_config(topic))
+                if props != self.topic_configs.overrides(topic):
+                    self.topic_configs.set_overrides(topic, props)
+                    self.log_manager.update_topic_config(topic, self.topic_configs.effective(topic))
                     log.info("Processing override for entityPath: topics/%s with config: %s", topic, props)
         d.addCallback(apply)
         d.addErrback(lambda f: log.error("Reloading topic configs failed: %s", f.getErrorMessage()))
@@ -290,13 +276,13 @@ class KafkaServer:
 
     async def _become(self, request, groups, correlation_id: int) -> dict:
         rm = self.replica_manager
-        new_topics = sorted({t for t, _, _ in groups if t not in self.topic_overrides})
+        new_topics = sorted({t for t, _, _ in groups if not self.topic_configs.loaded(t)})
         if new_topics:
             for topic, props in (await self.zk.get_topic_configs(new_topics)).items():
-                self.set_topic_overrides(topic, props)
+                self.topic_configs.set_overrides(topic, props)
         # New replicas' log dirs and files are made on a thread, not the reactor (many at
         # once when a topic is created); the controller's next request waits for this one.
-        new_logs = [((topic, s.partition_index), getattr(s, "is_new", False), self.topic_config(topic))
+        new_logs = [((topic, s.partition_index), getattr(s, "is_new", False), self.topic_configs.effective(topic))
                     for topic, _, states in groups for s in states
                     if self.broker_id in s.replicas and (topic, s.partition_index) not in rm.partitions]
         if new_logs:
@@ -371,17 +357,11 @@ class KafkaServer:
                 if topic == OFFSETS_TOPIC:
                     self.group_coordinator.on_resigned(partition)
                 if delete and not any(t == topic for t, _ in self.replica_manager.partitions):
-                    self.set_topic_overrides(topic, None)
+                    self.topic_configs.set_overrides(topic, None)
             except Exception:
                 log.exception("Error stopping replica %s-%d", topic, partition)
                 errors[(topic, partition)] = ErrorCode.KAFKA_STORAGE_ERROR
         return errors
-
-    def update_metadata(self, request, version: int) -> None:
-        deleted = self.metadata_cache.update(request, version)
-        if deleted and self.group_coordinator is not None:
-            self.group_coordinator.on_topics_deleted(deleted)
-        self.admin.on_metadata_update()
 
     async def _controlled_shutdown(self) -> None:
         """Ask the controller to move our leaderships away first (Kafka's controlled
@@ -430,8 +410,9 @@ class KafkaServer:
                 loop.stop()
         for port in self.ports:
             await port.stopListening()
-        for conn in list(self.connections):
-            conn.transport.loseConnection()
+        for port in self.ports:
+            for conn in list(port.factory.connections):
+                conn.transport.loseConnection()
         if self._config_watch is not None:
             self._config_watch.cancel()
         if self.controller is not None:

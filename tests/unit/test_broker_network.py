@@ -12,17 +12,13 @@ from kafkalike.protocol.api import APIS, decode_response, encode_request
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.api_versions import ApiVersionsRequest
 from kafkalike.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from tests.unit.broker_fakes import services
 
 load_handlers()
 
 
-class FakeServer:
-    def __init__(self):
-        self.connections = set()
-
-
 def connect(max_request=1 << 20):
-    conn = KafkaServerFactory(FakeServer(), max_request).buildProtocol(None)
+    conn = KafkaServerFactory(services(), max_request).buildProtocol(None)
     transport = StringTransport()
     conn.makeConnection(transport)
     return conn, transport

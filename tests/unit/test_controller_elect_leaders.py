@@ -243,15 +243,10 @@ def test_auto_rebalance_leaves_brokers_within_the_imbalance_threshold(cluster):
     assert zk.writes == []
 
 
-class FakeServer:
-    def __init__(self, controller):
-        self.controller = controller
-        self.metadata_cache = None
-
-
 class FakeRequestContext:
     def __init__(self, controller, version):
-        self.server = FakeServer(controller)
+        self.controller = controller
+        self.metadata = None
         self.version = version
 
 

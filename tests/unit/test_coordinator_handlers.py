@@ -26,6 +26,7 @@ from kafkalike.protocol.messages.offset_commit import OffsetCommitRequest
 from kafkalike.protocol.messages.offset_delete import OffsetDeleteRequest
 from kafkalike.protocol.messages.offset_fetch import OffsetFetchRequest
 from kafkalike.protocol.messages.sync_group import SyncGroupRequest
+from tests.unit.broker_fakes import services
 from tests.unit.test_coordinator_membership import Harness, subscription
 
 load_handlers()
@@ -45,7 +46,6 @@ class FakeServer:
     """Just what the handlers reach: the coordinator, the metadata cache, the admin."""
 
     def __init__(self, coordinator, partitions: int, offsets_topic: bool = True, brokers: int = 1):
-        self.connections = set()
         self.group_coordinator = coordinator
         self.admin = FakeAdmin()
         self.metadata_cache = cache = MetadataCache(0)
@@ -56,11 +56,12 @@ class FakeServer:
             topics[OFFSETS_TOPIC] = partitions
         for topic, count in topics.items():
             cache.partitions[topic] = {p: PartitionInfo(topic, p, 0, 0, [0], [0]) for p in range(count)}
+        self.services = services(groups=coordinator, admin=self.admin, metadata=cache)
 
 
 class Client:
     def __init__(self, server):
-        factory = KafkaServerFactory(server, 1 << 20)
+        factory = KafkaServerFactory(server.services, 1 << 20)
         self.conn = factory.buildProtocol(None)
         self.transport = StringTransport()
         self.conn.makeConnection(self.transport)

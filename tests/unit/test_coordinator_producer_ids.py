@@ -100,8 +100,7 @@ def test_a_failed_claim_fails_the_waiting_requests_and_the_next_request_retries(
 
 
 def call(version: int, **fields):
-    server = SimpleNamespace(producer_id_manager=ProducerIdManager(0, MemoryStore()))
-    ctx = SimpleNamespace(version=version, server=server)
+    ctx = SimpleNamespace(version=version, producer_ids=ProducerIdManager(0, MemoryStore()))
     result = handle_init_producer_id(ctx, InitProducerIdRequest(transaction_timeout_ms=60000, **fields))
     if isinstance(result, defer.Deferred):
         out: list = []

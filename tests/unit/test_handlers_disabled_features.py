@@ -46,6 +46,7 @@ from kafkalike.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from kafkalike.records.batch import encode_batch
 from kafkalike.storage.config import LogConfig
 from kafkalike.storage.manager import LogManager
+from tests.unit.broker_fakes import services
 
 load_handlers()
 
@@ -95,7 +96,6 @@ class FakeController:
 
 class FakeServer:
     def __init__(self, log_dirs=(), topics=None, controller: bool = True, ibp: str = "2.8-IV1"):
-        self.connections = set()
         self.zk = FakeZooKeeper()
         self.config = FakeConfig(list(log_dirs), inter_broker_protocol_version=ibp)
         self.controller = FakeController(controller)
@@ -105,6 +105,8 @@ class FakeServer:
                                                      for p in range(count)}
         self.log_manager = LogManager(self.config.log_dirs, LogConfig(), enable_cleaner=False) if log_dirs else None
         self.replica_manager = ReplicaManager(0, self.log_manager, None, lambda t: LogConfig(), lambda: 0)
+        self.services = services(config=self.config, zk=self.zk, metadata=self.metadata_cache,
+                                 replicas=self.replica_manager, logs=self.log_manager, controller=self.controller)
 
     def host(self, topic: str, partition: int, records: int = 0):
         """A replica of topic-partition on this broker, with `records` one-record batches."""
@@ -116,7 +118,7 @@ class FakeServer:
 
 class Client:
     def __init__(self, server, listener: str = "PLAINTEXT"):
-        factory = KafkaServerFactory(server, 1 << 20)
+        factory = KafkaServerFactory(server.services, 1 << 20)
         factory.listener_name = listener
         self.conn = factory.buildProtocol(None)
         self.transport = StringTransport()

@@ -17,9 +17,10 @@ from kafkalike.protocol.messages.update_metadata import UpdateMetadataRequest
 def deliver(broker_epoch_known: int, request_broker_epoch: int, controller_epoch: int = 3,
             controller_epoch_seen: int = 3):
     applied = []
-    server = SimpleNamespace(broker_epoch=broker_epoch_known, controller_epoch_seen=controller_epoch_seen,
-                             update_metadata=lambda request, version: applied.append(request))
-    ctx = SimpleNamespace(server=server, version=7)
+    server = SimpleNamespace(broker_epoch=broker_epoch_known, controller_epoch_seen=controller_epoch_seen)
+    ctx = SimpleNamespace(epochs=server, version=7,
+                          metadata=SimpleNamespace(update=lambda request, version: applied.append(request)),
+                          groups=None, admin=SimpleNamespace(on_metadata_update=lambda: None))
     request = UpdateMetadataRequest(controller_id=1, controller_epoch=controller_epoch,
                                     broker_epoch=request_broker_epoch, topic_states=[], live_brokers=[])
     response = handle_update_metadata(ctx, request)

@@ -8,7 +8,7 @@ from kafkalike.protocol.messages.alter_isr import AlterIsrRequest, AlterIsrRespo
 
 @handler(56)
 def handle_alter_isr(ctx: RequestContext, request: AlterIsrRequest):
-    controller = ctx.server.controller
-    if controller is None or not controller.active:
+    controller = ctx.controller
+    if not controller.active:
         return AlterIsrResponse(error_code=int(ErrorCode.NOT_CONTROLLER))
     return controller.alter_isr(request)

@@ -17,7 +17,6 @@ from kafkalike.protocol.messages.alter_configs import AlterConfigsRequest, Alter
 from kafkalike.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kafkalike.protocol.messages.incremental_alter_configs import (IncrementalAlterConfigsRequest,
                                                                    IncrementalAlterConfigsResponse)
-from kafkalike.storage.config import LogConfig
 from kafkalike.zkdata.znodes import ConfigType
 
 _Result = DescribeConfigsResponse.DescribeConfigsResult
@@ -31,15 +30,15 @@ class _ResourceError(Exception):
         self.code, self.message = code, message
 
 
-def _check_broker_name(server, name: str) -> None:
-    if name not in ("", str(server.broker_id)):
+def _check_broker_name(ctx: RequestContext, name: str) -> None:
+    if name not in ("", str(ctx.broker_id)):
         raise _ResourceError(ErrorCode.INVALID_REQUEST,
-                             f"Unexpected broker id, expected {server.broker_id} or empty string, "
+                             f"Unexpected broker id, expected {ctx.broker_id} or empty string, "
                              f"but received {name}")
 
 
-def _check_topic(server, name: str) -> None:
-    if not server.metadata_cache.contains(name):
+def _check_topic(ctx: RequestContext, name: str) -> None:
+    if not ctx.metadata.contains(name):
         raise _ResourceError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
 
 
@@ -49,23 +48,22 @@ def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest
 
 
 async def _describe_configs(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
-    server = ctx.server
     results = []
     for res in request.resources:
         result = _Result(resource_type=res.resource_type, resource_name=res.resource_name, configs=[])
         try:
             wanted = None if res.configuration_keys is None else set(res.configuration_keys)
             if res.resource_type == ResourceType.TOPIC:
-                _check_topic(server, res.resource_name)
+                _check_topic(ctx, res.resource_name)
                 # Read from ZooKeeper, as Kafka does: a describe right after an alter must
                 # see it, even before the change notification has reached this broker.
-                overrides = await server.zk.get_entity_configs(ConfigType.TOPIC, res.resource_name)
-                effective = LogConfig.from_props(overrides, server.default_log_config, strict=False)
+                overrides = await ctx.zk.get_entity_configs(ConfigType.TOPIC, res.resource_name)
+                effective = ctx.topic_configs.parse(overrides, strict=False)
                 entries = [_topic_entry(e, ctx.version, request)
-                           for e in topic_configs.describe(server.config, overrides, effective)]
+                           for e in topic_configs.describe(ctx.config, overrides, effective)]
             elif res.resource_type == ResourceType.BROKER:
-                _check_broker_name(server, res.resource_name)
-                entries = [_broker_entry(e, ctx.version, request) for e in server.config.describe_all()]
+                _check_broker_name(ctx, res.resource_name)
+                entries = [_broker_entry(e, ctx.version, request) for e in ctx.config.describe_all()]
             else:
                 raise _ResourceError(ErrorCode.INVALID_REQUEST,
                                      f"Unsupported resource type {res.resource_type}")
@@ -115,25 +113,24 @@ def handle_incremental_alter_configs(ctx: RequestContext, request: IncrementalAl
 
 
 async def _alter(ctx: RequestContext, changes, validate_only: bool, response_cls):
-    server = ctx.server
     responses = []
     for rtype, name, compute in changes:
         resp = response_cls.AlterConfigsResourceResponse(resource_type=rtype, resource_name=name)
         try:
             if rtype == ResourceType.TOPIC:
-                _check_topic(server, name)
-                current = await server.zk.get_entity_configs(ConfigType.TOPIC, name)
+                _check_topic(ctx, name)
+                current = await ctx.zk.get_entity_configs(ConfigType.TOPIC, name)
                 try:
                     new = compute(current)
                     if any(v is None for v in new.values()):
                         raise ValueError("Null value not supported for topic configs")
-                    LogConfig.from_props(new, server.default_log_config)
+                    ctx.topic_configs.parse(new)
                 except ValueError as exc:
                     raise _ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
                 if not validate_only:
-                    await server.zk.change_topic_config(name, new)
+                    await ctx.zk.change_topic_config(name, new)
             elif rtype == ResourceType.BROKER:
-                _check_broker_name(server, name)
+                _check_broker_name(ctx, name)
                 raise _ResourceError(ErrorCode.INVALID_REQUEST,
                                      "Dynamic broker configs are not supported; set them in server.properties")
             else:

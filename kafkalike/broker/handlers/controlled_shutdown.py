@@ -8,8 +8,8 @@ from kafkalike.protocol.messages.controlled_shutdown import ControlledShutdownRe
 
 @handler(7)
 def handle_controlled_shutdown(ctx: RequestContext, request: ControlledShutdownRequest):
-    controller = ctx.server.controller
-    if controller is None or not controller.active:
+    controller = ctx.controller
+    if not controller.active:
         return ControlledShutdownResponse(error_code=int(ErrorCode.NOT_CONTROLLER))
     d = controller.controlled_shutdown(request.broker_id, request.broker_epoch)
 

@@ -15,17 +15,17 @@ from kafkalike.protocol.messages.update_metadata import UpdateMetadataRequest, U
 
 
 def _fence(ctx: RequestContext, request) -> ErrorCode:
-    server = ctx.server
-    if request.controller_epoch < server.controller_epoch_seen:
+    epochs = ctx.epochs
+    if request.controller_epoch < epochs.controller_epoch_seen:
         return ErrorCode.STALE_CONTROLLER_EPOCH
     # Only an older broker epoch is stale. A newer one is this broker's own fresh
     # registration: the controller saw /brokers/ids/<id> appear and wrote to us before
     # our registration call returned with the epoch. Rejecting it (as an exact match
     # did) left a restarted broker with no metadata and no replicas, for nobody resends
     # those requests. Kafka's isBrokerEpochStale compares the same way.
-    if request.broker_epoch != -1 and request.broker_epoch < server.broker_epoch:
+    if request.broker_epoch != -1 and request.broker_epoch < epochs.broker_epoch:
         return ErrorCode.STALE_BROKER_EPOCH
-    server.controller_epoch_seen = request.controller_epoch
+    epochs.controller_epoch_seen = request.controller_epoch
     return ErrorCode.NONE
 
 
@@ -42,7 +42,7 @@ async def _leader_and_isr(ctx: RequestContext, request: LeaderAndIsrRequest) -> 
         groups = [(t.topic_name, getattr(t, "topic_id", None), t.partition_states) for t in request.topic_states]
     else:
         groups = [(p.topic_name, None, [p]) for p in request.ungrouped_partition_states]
-    outcome = await ctx.server.become_leader_or_follower(request, groups, ctx.correlation_id)
+    outcome = await ctx.services.leadership.become_leader_or_follower(request, groups, ctx.correlation_id)
     results = []
     for topic, topic_id, states in groups:
         for s in states:
@@ -73,7 +73,7 @@ def handle_stop_replica(ctx: RequestContext, request: StopReplicaRequest) -> Sto
     else:
         items = [(p.topic_name, p.partition_index, request.delete_partitions)
                  for p in request.ungrouped_partitions]
-    errors = ctx.server.stop_replicas(items)
+    errors = ctx.services.leadership.stop_replicas(items)
     return StopReplicaResponse(error_code=0, partition_errors=[
         StopReplicaResponse.StopReplicaPartitionError(topic_name=t, partition_index=p,
                                                       error_code=int(errors.get((t, p), ErrorCode.NONE)))
@@ -84,5 +84,10 @@ def handle_stop_replica(ctx: RequestContext, request: StopReplicaRequest) -> Sto
 def handle_update_metadata(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
     error = _fence(ctx, request)
     if error == ErrorCode.NONE:
-        ctx.server.update_metadata(request, ctx.version)
+        # Kafka's KafkaApis: the cache first, then the groups of deleted topics go, and
+        # admin requests waiting for the controller's work are looked at again.
+        deleted = ctx.metadata.update(request, ctx.version)
+        if deleted:
+            ctx.groups.on_topics_deleted(deleted)
+        ctx.admin.on_metadata_update()
     return UpdateMetadataResponse(error_code=int(error))

@@ -11,8 +11,8 @@ HIGH_WATERMARK = -1
 
 @handler(21)
 def handle_delete_records(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
-    rm = ctx.server.replica_manager
-    known = ctx.server.metadata_cache.contains
+    rm = ctx.replicas
+    known = ctx.metadata.contains
     topics = []
     for t in request.topics:
         parts = []
@@ -24,7 +24,7 @@ def handle_delete_records(ctx: RequestContext, request: DeleteRecordsRequest) ->
                 target = part.high_watermark if p.offset == HIGH_WATERMARK else p.offset
                 if target < 0 or target > part.high_watermark:
                     res.error_code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
-                elif ctx.server.topic_config(t.name).compact and not ctx.server.topic_config(t.name).delete:
+                elif ctx.topic_configs.effective(t.name).compact and not ctx.topic_configs.effective(t.name).delete:
                     res.error_code = int(ErrorCode.POLICY_VIOLATION)
                 else:
                     part.log.maybe_increment_log_start_offset(target)

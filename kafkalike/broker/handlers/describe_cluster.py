@@ -8,11 +8,11 @@ from kafkalike.protocol.messages.describe_cluster import DescribeClusterRequest,
 
 @handler(60)
 def handle_describe_cluster(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
-    cache = ctx.server.metadata_cache
+    cache = ctx.metadata
     listener = ctx.connection.factory.listener_name
     brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=b, host=ep.host, port=ep.port, rack=rack)
                for b, ep, rack in cache.broker_endpoints(listener)]
-    response = DescribeClusterResponse(error_code=0, cluster_id=ctx.server.cluster_id,
+    response = DescribeClusterResponse(error_code=0, cluster_id=ctx.cluster_id,
                                        controller_id=cache.controller_id, brokers=brokers)
     if request.include_cluster_authorized_operations:
         response.cluster_authorized_operations = CLUSTER_AUTHORIZED_OPERATIONS

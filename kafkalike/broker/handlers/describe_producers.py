@@ -20,13 +20,13 @@ _R = DescribeProducersResponse
 
 @handler(61)
 def handle_describe_producers(ctx: RequestContext, request: DescribeProducersRequest) -> DescribeProducersResponse:
-    server = ctx.server
+    cache, replicas = ctx.metadata, ctx.replicas
     topics = []
     for t in request.topics:
-        known_topic = server.metadata_cache.contains(t.name)
+        known_topic = cache.contains(t.name)
         partitions = []
         for p in t.partition_indexes:
-            hosted = server.replica_manager.partitions.get((t.name, p))
+            hosted = replicas.partitions.get((t.name, p))
             producers = []
             if not known_topic:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -36,7 +36,7 @@ def handle_describe_producers(ctx: RequestContext, request: DescribeProducersReq
                     producer_id=e.producer_id, producer_epoch=e.epoch, last_sequence=e.last_seq,
                     last_timestamp=e.last_timestamp, coordinator_epoch=-1, current_txn_start_offset=-1)
                     for e in hosted.log.active_producers()]
-            elif server.metadata_cache.partition(t.name, p) is not None:
+            elif cache.partition(t.name, p) is not None:
                 code = ErrorCode.NOT_LEADER_OR_FOLLOWER
             else:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -21,7 +21,7 @@ def _requested(request: ElectLeadersRequest) -> list[TopicPartition] | None:
 
 
 def _known_partitions(ctx: RequestContext) -> list[TopicPartition]:
-    cache = ctx.server.metadata_cache
+    cache = ctx.metadata
     if cache is None:
         return []
     return [TopicPartition(t, p) for t in cache.topics() for p in sorted(cache.partitions.get(t, {}))]
@@ -44,8 +44,8 @@ def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest):
     wanted = _requested(request)
     all_partitions = wanted is None
     election_type = ElectionType(request.election_type) if ctx.version >= 1 else ElectionType.PREFERRED
-    controller = ctx.server.controller
-    if controller is None or not controller.active:
+    controller = ctx.controller
+    if not controller.active:
         asked = _known_partitions(ctx) if all_partitions else wanted
         return _response({tp: ElectionResult(ErrorCode.NOT_CONTROLLER) for tp in asked}, all_partitions)
     d = controller.elect_leaders(wanted, election_type)

@@ -43,10 +43,9 @@ def refusal(update) -> str:
 
 @handler(57, error_response=_top_level)
 def handle_update_features(ctx: RequestContext, request: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
-    server = ctx.server
-    if not server.controller.active:
+    if not ctx.controller.active:
         return _top_level(request, ctx.version, ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER)
-    if not api_version_at_least(server.config.inter_broker_protocol_version, FEATURE_VERSIONING_SINCE):
+    if not api_version_at_least(ctx.config.inter_broker_protocol_version, FEATURE_VERSIONING_SINCE):
         return _top_level(request, ctx.version, ErrorCode.INVALID_REQUEST, DISABLED)
     refusals = {u.feature: refusal(u) for u in request.feature_updates}
     R = UpdateFeaturesResponse

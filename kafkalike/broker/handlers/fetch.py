@@ -19,7 +19,6 @@ _Part = FetchResponse.FetchablePartitionResponse
 
 @handler(1, versions=(4, 12))
 def handle_fetch(ctx: RequestContext, request: FetchRequest):
-    server = ctx.server
     params = FetchParams(request.replica_id, request.max_wait_ms, max(request.min_bytes, 0),
                          request.max_bytes)
     order = []
@@ -30,7 +29,7 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest):
             params.partitions[tp] = FetchSpec(p.fetch_offset, p.partition_max_bytes,
                                               p.current_leader_epoch, p.log_start_offset,
                                               p.last_fetched_epoch)
-    result = server.replica_manager.fetch(params, server.metadata_cache.contains)
+    result = ctx.replicas.fetch(params, ctx.metadata.contains)
     if isinstance(result, defer.Deferred):
         return result.addCallback(_answer, order, ctx.version)
     return _answer(result, order, ctx.version)

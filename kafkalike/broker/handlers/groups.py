@@ -40,8 +40,8 @@ _MESSAGES = {
 
 
 def coordinator_of(ctx: RequestContext):
-    """The server's GroupCoordinator, or None before it runs."""
-    coordinator = getattr(ctx.server, "group_coordinator", None)
+    """The broker's GroupCoordinator, or None while it does not run."""
+    coordinator = ctx.groups
     return coordinator if coordinator is not None and coordinator.active else None
 
 
@@ -60,10 +60,9 @@ def handle_find_coordinator(ctx: RequestContext, request: FindCoordinatorRequest
     coordinator = coordinator_of(ctx)
     if key_type == TRANSACTION_KEY_TYPE or coordinator is None:
         return _coordinator_answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    server = ctx.server
-    cache = server.metadata_cache
+    cache = ctx.metadata
     if not cache.contains(OFFSETS_TOPIC):
-        _create_offsets_topic(server, coordinator)
+        _create_offsets_topic(ctx, coordinator)
         return _coordinator_answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     info = cache.partition(OFFSETS_TOPIC, coordinator.partition_for(request.key))
     broker = cache.brokers.get(info.leader) if info is not None and info.leader >= 0 else None
@@ -78,17 +77,17 @@ def _coordinator_answer(error: ErrorCode, node_id: int = -1, host: str = "", por
                                    node_id=node_id, host=host, port=port)
 
 
-def _create_offsets_topic(server, coordinator) -> None:
+def _create_offsets_topic(ctx: RequestContext, coordinator) -> None:
     """Fire and forget, as Kafka does: the client keeps asking until a leader is known."""
     config = coordinator.config
-    alive = len(server.metadata_cache.alive_broker_ids())
+    alive = len(ctx.metadata.alive_broker_ids())
     if alive < config.offsets_topic_replication_factor:
         log.error("Number of alive brokers '%d' does not meet the required replication factor '%d' for the "
                   "offsets topic (configured via 'offsets.topic.replication.factor'). This error can be "
                   "ignored if the cluster is starting up and not all brokers are up yet.",
                   alive, config.offsets_topic_replication_factor)
         return
-    d = defer.ensureDeferred(server.admin.create_topic(
+    d = defer.ensureDeferred(ctx.admin.create_topic(
         OFFSETS_TOPIC, config.offsets_topic_partitions, config.offsets_topic_replication_factor,
         configs=config.offsets_topic_configs(), timeout_ms=0))
 

@@ -46,7 +46,7 @@ def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest)
     if request.transactional_id is not None:
         return _error(ErrorCode.INVALID_REQUEST if request.transactional_id == ""
                       else ErrorCode.NOT_COORDINATOR)
-    manager = ctx.server.producer_id_manager
+    manager = ctx.producer_ids
     if manager is None:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     d: defer.Deferred = manager.generate_producer_id()

@@ -22,8 +22,8 @@ _Part = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 @handler(2)
 def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
-    rm = ctx.server.replica_manager
-    known = ctx.server.metadata_cache.contains
+    rm = ctx.replicas
+    known = ctx.metadata.contains
     topics = []
     for t in request.topics:
         parts = []

@@ -34,9 +34,9 @@ _D = DescribeLogDirsResponse
 _A = AlterReplicaLogDirsResponse
 
 
-def configured_log_dirs(server) -> list[tuple[str, str]]:
+def configured_log_dirs(ctx: RequestContext) -> list[tuple[str, str]]:
     """(absolute path as configured, real path the log manager uses) for each log dir."""
-    return [(os.path.abspath(d), os.path.realpath(d)) for d in server.config.log_dirs]
+    return [(os.path.abspath(d), os.path.realpath(d)) for d in ctx.config.log_dirs]
 
 
 # -- DescribeLogDirs -------------------------------------------------------------------
@@ -44,28 +44,27 @@ def configured_log_dirs(server) -> list[tuple[str, str]]:
 
 @handler(35)
 def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
-    server = ctx.server
-    logs = server.log_manager.logs
+    logs = ctx.logs.logs
     if request.topics is None:
         wanted = set(logs)
     else:
         wanted = {(t.topic, p) for t in request.topics for p in t.partition_index}
     by_dir: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for tp, log in sorted(logs.items()):
-        by_dir[server.log_manager.log_dir_of(tp)][tp[0]].append((tp, log))
+        by_dir[ctx.logs.log_dir_of(tp)][tp[0]].append((tp, log))
     results = []
-    for absolute, real in configured_log_dirs(server):
+    for absolute, real in configured_log_dirs(ctx):
         topics = [_D.DescribeLogDirsTopic(name=topic, partitions=[
             _D.DescribeLogDirsPartition(partition_index=tp[1], partition_size=log.size,
-                                        offset_lag=_offset_lag(server, tp, log), is_future_key=False)
+                                        offset_lag=_offset_lag(ctx, tp, log), is_future_key=False)
             for tp, log in entries if tp in wanted])
             for topic, entries in by_dir.get(real, {}).items()]
         results.append(_D.DescribeLogDirsResult(error_code=0, log_dir=absolute, topics=topics))
     return DescribeLogDirsResponse(results=results)
 
 
-def _offset_lag(server, tp, log) -> int:
-    part = server.replica_manager.partitions.get(tp)
+def _offset_lag(ctx: RequestContext, tp, log) -> int:
+    part = ctx.replicas.partitions.get(tp)
     if part is None:
         return INVALID_OFFSET_LAG
     return max(part.high_watermark - log.log_end_offset, 0)
@@ -94,25 +93,24 @@ def _alter_response(errors: dict[tuple[str, int], ErrorCode]) -> AlterReplicaLog
 @handler(34, error_response=_alter_error)
 def handle_alter_replica_log_dirs(ctx: RequestContext,
                                   request: AlterReplicaLogDirsRequest) -> AlterReplicaLogDirsResponse:
-    server = ctx.server
-    dirs = {absolute: real for absolute, real in configured_log_dirs(server)}
+    dirs = {absolute: real for absolute, real in configured_log_dirs(ctx)}
     errors: dict[tuple[str, int], ErrorCode] = {}
     for d in request.dirs:
         for t in d.topics:
             for p in t.partitions:
-                errors[(t.name, p)] = _alter_one(server, (t.name, p), d.path, dirs)
+                errors[(t.name, p)] = _alter_one(ctx, (t.name, p), d.path, dirs)
     return _alter_response(errors)
 
 
-def _alter_one(server, tp: tuple[str, int], destination: str, dirs: dict[str, str]) -> ErrorCode:
+def _alter_one(ctx: RequestContext, tp: tuple[str, int], destination: str, dirs: dict[str, str]) -> ErrorCode:
     if len(f"{tp[0]}-{tp[1]}") + _FUTURE_SUFFIX_LEN > MAX_DIR_NAME:
         return ErrorCode.INVALID_TOPIC_EXCEPTION
     if destination not in dirs:
         return ErrorCode.LOG_DIR_NOT_FOUND
-    if server.replica_manager.partitions.get(tp) is None:
-        if server.metadata_cache.partition(*tp) is not None:
+    if ctx.replicas.partitions.get(tp) is None:
+        if ctx.metadata.partition(*tp) is not None:
             return ErrorCode.REPLICA_NOT_AVAILABLE
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if server.log_manager.log_dir_of(tp) == dirs[destination]:
+    if ctx.logs.log_dir_of(tp) == dirs[destination]:
         return ErrorCode.NONE
     return ErrorCode.KAFKA_STORAGE_ERROR

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from kafkalike.broker.authorized_operations import CLUSTER_AUTHORIZED_OPERATIONS, TOPIC_AUTHORIZED_OPERATIONS
 from kafkalike.broker.registry import RequestContext, handler
-from kafkalike.common.topics import InvalidTopicName, validate
+from kafkalike.common.topics import INTERNAL_TOPICS, InvalidTopicName, validate
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.metadata import MetadataRequest, MetadataResponse
 
@@ -14,8 +14,7 @@ _Part = MetadataResponse.MetadataResponsePartition
 
 @handler(3)
 def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
-    server = ctx.server
-    cache = server.metadata_cache
+    cache = ctx.metadata
     listener = ctx.connection.factory.listener_name
     if request.topics is None or (ctx.version == 0 and not request.topics):
         names = cache.topics()          # all topics (v0 used an empty list for that)
@@ -25,27 +24,28 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataRe
         auto_create = request.allow_auto_topic_creation if ctx.version >= 4 else True
     topics = []
     for name in names:
-        topics.append(_describe(server, cache, name, listener, auto_create, ctx.version))
+        topics.append(_describe(ctx, name, listener, auto_create))
     brokers = [_Broker(node_id=bid, host=ep.host, port=ep.port, rack=rack)
                for bid, ep, rack in cache.broker_endpoints(listener)]
     if ctx.version >= 8 and request.include_topic_authorized_operations:
         for topic in topics:
             topic.topic_authorized_operations = TOPIC_AUTHORIZED_OPERATIONS
-    response = MetadataResponse(brokers=brokers, cluster_id=server.cluster_id,
+    response = MetadataResponse(brokers=brokers, cluster_id=ctx.cluster_id,
                                 controller_id=cache.controller_id, topics=topics)
     if 8 <= ctx.version <= 10 and request.include_cluster_authorized_operations:
         response.cluster_authorized_operations = CLUSTER_AUTHORIZED_OPERATIONS
     return response
 
 
-def _describe(server, cache, name, listener, auto_create, version) -> _Topic:
+def _describe(ctx: RequestContext, name: str, listener: str, auto_create: bool) -> _Topic:
+    cache, version = ctx.metadata, ctx.version
     if not cache.contains(name):
         try:
             validate(name)
         except InvalidTopicName:
             return _Topic(name=name, error_code=int(ErrorCode.INVALID_TOPIC_EXCEPTION))
-        if auto_create and server.config.get("auto.create.topics.enable"):
-            server.admin.auto_create_topic(name)
+        if auto_create and ctx.config.get("auto.create.topics.enable"):
+            ctx.admin.auto_create_topic(name)
             return _Topic(name=name, error_code=int(ErrorCode.LEADER_NOT_AVAILABLE))
         return _Topic(name=name, error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     parts = []
@@ -64,7 +64,7 @@ def _describe(server, cache, name, listener, auto_create, version) -> _Topic:
                            isr_nodes=info.isr if version > 0 else in_sync,
                            offline_replicas=info.offline_replicas))
     topic_id = cache.topic_ids.get(name)
-    topic = _Topic(name=name, is_internal=name in server.internal_topics, partitions=parts)
+    topic = _Topic(name=name, is_internal=name in INTERNAL_TOPICS, partitions=parts)
     if topic_id is not None:
         topic.topic_id = topic_id
     return topic

@@ -16,8 +16,8 @@ _Part = OffsetForLeaderEpochResponse.EpochEndOffset
 
 @handler(23)
 def handle_offset_for_leader_epoch(ctx: RequestContext, request: OffsetForLeaderEpochRequest):
-    rm = ctx.server.replica_manager
-    known = ctx.server.metadata_cache.contains
+    rm = ctx.replicas
+    known = ctx.metadata.contains
     topics = []
     for t in request.topics:
         parts = []

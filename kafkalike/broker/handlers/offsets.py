@@ -25,7 +25,7 @@ TopicPartition = tuple[str, int]
 
 
 def _known(ctx: RequestContext, tp: TopicPartition) -> bool:
-    return ctx.server.metadata_cache.partition(*tp) is not None
+    return ctx.metadata.partition(*tp) is not None
 
 
 def _by_topic(pairs) -> dict[str, list]:
@@ -74,14 +74,14 @@ def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest):
 
 
 async def _commit_to_zookeeper(ctx: RequestContext, group_id: str, wanted: dict) -> dict[TopicPartition, ErrorCode]:
-    limit = ctx.server.config.get("offset.metadata.max.bytes")
+    limit = ctx.config.get("offset.metadata.max.bytes")
     out = {}
     for tp, p in wanted.items():
         if p.committed_metadata is not None and java_string_length(p.committed_metadata) > limit:
             out[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             continue
         try:
-            await ctx.server.zk.set_consumer_offset(group_id, tp, p.committed_offset)
+            await ctx.zk.set_consumer_offset(group_id, tp, p.committed_offset)
             out[tp] = ErrorCode.NONE
         except Exception:
             log.exception("Error committing offset of %s-%d for group %s to ZooKeeper", *tp, group_id)
@@ -131,7 +131,7 @@ async def _fetch_from_zookeeper(ctx: RequestContext, group_id: str, requested: l
             out[tp] = (-1, -1, "", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             continue
         try:
-            offset = await ctx.server.zk.get_consumer_offset(group_id, tp)
+            offset = await ctx.zk.get_consumer_offset(group_id, tp)
         except Exception:
             log.exception("Error reading offset of %s-%d for group %s from ZooKeeper", *tp, group_id)
             out[tp] = (-1, -1, "", ErrorCode.UNKNOWN_SERVER_ERROR)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from twisted.internet import defer
 
 from kafkalike.broker.registry import RequestContext, handler
+from kafkalike.broker.topic_configs import TopicConfigs
+from kafkalike.common.topics import INTERNAL_TOPICS
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.produce import ProduceRequest, ProduceResponse
 from kafkalike.records.convert import needs_recompression, recompress, target_codec
@@ -20,7 +22,6 @@ _RecordError = ProduceResponse.BatchIndexAndErrorMessage
 
 @handler(0, versions=(3, 9))
 def handle_produce(ctx: RequestContext, request: ProduceRequest):
-    server = ctx.server
     if request.acks not in (-1, 0, 1):
         return _answer(request, {}, ErrorCode.INVALID_REQUIRED_ACKS)
     entries = {}
@@ -28,7 +29,7 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest):
     for topic in request.topic_data:
         for p in topic.partition_data:
             tp = (topic.name, p.index)
-            if topic.name in server.internal_topics:
+            if topic.name in INTERNAL_TOPICS:
                 early[tp] = ErrorCode.INVALID_TOPIC_EXCEPTION
             elif p.records is None or len(p.records) == 0:
                 early[tp] = ErrorCode.CORRUPT_MESSAGE
@@ -37,11 +38,10 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest):
                 early[tp] = ErrorCode.INVALID_RECORD
             else:
                 try:
-                    entries[tp] = _as_topic_stores_it(server, topic.name, p.records)
+                    entries[tp] = _as_topic_stores_it(ctx.topic_configs, topic.name, p.records)
                 except InvalidRecordError:
                     early[tp] = ErrorCode.CORRUPT_MESSAGE
-    result = server.replica_manager.append_records(entries, request.acks, request.timeout_ms,
-                                                   server.metadata_cache.contains)
+    result = ctx.replicas.append_records(entries, request.acks, request.timeout_ms, ctx.metadata.contains)
     if request.acks == 0:
         # No answer is sent for acks=0; Kafka closes the connection on a failure so the
         # client notices at all.
@@ -54,9 +54,9 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest):
     return _answer(request, result, None, early)
 
 
-def _as_topic_stores_it(server, topic: str, records):
+def _as_topic_stores_it(configs: TopicConfigs, topic: str, records):
     """Recompress for topics with a fixed compression.type, as Kafka does."""
-    codec = target_codec(server.topic_config(topic).compression_type)
+    codec = target_codec(configs.effective(topic).compression_type)
     if codec is None or not needs_recompression(records, codec):
         return records
     return recompress(records, codec)

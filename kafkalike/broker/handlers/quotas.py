@@ -83,7 +83,7 @@ def _describe_error(request, version: int, code: ErrorCode,
 
 @handler(48, error_response=_describe_error)
 def handle_describe_client_quotas(ctx: RequestContext, request: DescribeClientQuotasRequest):
-    d = defer.ensureDeferred(describe_client_quotas(ctx.server.zk, request))
+    d = defer.ensureDeferred(describe_client_quotas(ctx.zk, request))
     return _or_unexpected(d, lambda: _describe_error(request, ctx.version, ErrorCode.UNKNOWN_SERVER_ERROR))
 
 
@@ -221,7 +221,7 @@ def _alter_error(request, version: int, code: ErrorCode,
 
 @handler(49, error_response=_alter_error)
 def handle_alter_client_quotas(ctx: RequestContext, request: AlterClientQuotasRequest):
-    d = defer.ensureDeferred(alter_client_quotas(ctx.server.zk, request))
+    d = defer.ensureDeferred(alter_client_quotas(ctx.zk, request))
     return _or_unexpected(d, lambda: _alter_error(request, ctx.version, ErrorCode.UNKNOWN_SERVER_ERROR))
 
 

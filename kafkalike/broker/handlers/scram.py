@@ -75,7 +75,7 @@ def _describe_error(request, version: int, code: ErrorCode,
 
 @handler(50, error_response=_describe_error)
 def handle_describe_user_scram_credentials(ctx: RequestContext, request: DescribeUserScramCredentialsRequest):
-    return defer.ensureDeferred(describe_user_scram_credentials(ctx.server.zk, request))
+    return defer.ensureDeferred(describe_user_scram_credentials(ctx.zk, request))
 
 
 async def describe_user_scram_credentials(zk, request) -> DescribeUserScramCredentialsResponse:
@@ -139,9 +139,9 @@ def _alter_error(request, version: int, code: ErrorCode,
 
 @handler(51, error_response=_alter_error)
 def handle_alter_user_scram_credentials(ctx: RequestContext, request: AlterUserScramCredentialsRequest):
-    if not ctx.server.controller.active:
+    if not ctx.controller.active:
         return _alter_error(request, ctx.version, ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER)
-    return defer.ensureDeferred(_alter_or_fail(ctx.server.zk, request))
+    return defer.ensureDeferred(_alter_or_fail(ctx.zk, request))
 
 
 async def _alter_or_fail(zk, request) -> AlterUserScramCredentialsResponse:

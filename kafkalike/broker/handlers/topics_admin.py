@@ -13,7 +13,6 @@ from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from kafkalike.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kafkalike.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
-from kafkalike.storage.config import LogConfig
 
 
 def _duplicates(names: list[str]) -> set[str]:
@@ -29,14 +28,13 @@ def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest):
 
 
 async def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
-    server = ctx.server
     dup = _duplicates([t.name for t in request.topics])
     results = []
     jobs = []
     for t in request.topics:
         res = CreateTopicsResponse.CreatableTopicResult(name=t.name)
         results.append(res)
-        if not server.controller.active:
+        if not ctx.controller.active:
             res.error_code, res.error_message = int(ErrorCode.NOT_CONTROLLER), "This is not the correct controller for this cluster."
         elif t.name in dup:
             res.error_code, res.error_message = int(ErrorCode.INVALID_REQUEST), \
@@ -44,7 +42,7 @@ async def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
         else:
             assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
             configs = {c.name: c.value for c in t.configs}
-            jobs.append((res, t, defer.ensureDeferred(server.admin.create_topic(
+            jobs.append((res, t, defer.ensureDeferred(ctx.admin.create_topic(
                 t.name, t.num_partitions, t.replication_factor, assignments, configs,
                 validate_only=request.validate_only, timeout_ms=request.timeout_ms))))
     for res, t, job in jobs:
@@ -56,17 +54,17 @@ async def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
             if r.topic_id is not None:
                 res.topic_id = r.topic_id
             if ctx.version >= 5:
-                res.configs = _config_entries(server, {c.name: c.value for c in t.configs})
+                res.configs = _config_entries(ctx, {c.name: c.value for c in t.configs})
     return CreateTopicsResponse(topics=results)
 
 
-def _config_entries(server, overrides: dict[str, str | None]) -> list:
+def _config_entries(ctx: RequestContext, overrides: dict[str, str | None]) -> list:
     """CreateTopics v5+ echoes the new topic's effective configs."""
     clean = {k: v for k, v in overrides.items() if v is not None}
-    effective = LogConfig.from_props(clean, server.default_log_config, strict=False)
+    effective = ctx.topic_configs.parse(clean, strict=False)
     return [CreateTopicsResponse.CreatableTopicConfigs(
         name=e.name, value=e.value, read_only=False, config_source=int(e.source), is_sensitive=False)
-        for e in topic_configs.describe(server.config, clean, effective)]
+        for e in topic_configs.describe(ctx.config, clean, effective)]
 
 
 @handler(20)
@@ -75,12 +73,11 @@ def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest):
 
 
 async def _delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
-    server = ctx.server
     if ctx.version >= 6:
         names = []
         for t in request.topics:
             if t.name is None and t.topic_id.int:
-                name = next((n for n, i in server.metadata_cache.topic_ids.items() if i == t.topic_id), None)
+                name = next((n for n, i in ctx.metadata.topic_ids.items() if i == t.topic_id), None)
                 names.append((name, t.topic_id))
             else:
                 names.append((t.name, t.topic_id))
@@ -93,12 +90,12 @@ async def _delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> D
         if topic_id is not None:
             res.topic_id = topic_id
         out.append(res)
-        if not server.controller.active:
+        if not ctx.controller.active:
             res.error_code = int(ErrorCode.NOT_CONTROLLER)
         elif name is None:
             res.error_code = int(ErrorCode.UNKNOWN_TOPIC_ID)
         else:
-            jobs.append((res, defer.ensureDeferred(server.admin.delete_topic(name, request.timeout_ms))))
+            jobs.append((res, defer.ensureDeferred(ctx.admin.delete_topic(name, request.timeout_ms))))
     for res, job in jobs:
         r = await job
         res.error_code, res.error_message = int(r.error), r.message
@@ -111,20 +108,19 @@ def handle_create_partitions(ctx: RequestContext, request: CreatePartitionsReque
 
 
 async def _create_partitions(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
-    server = ctx.server
     dup = _duplicates([t.name for t in request.topics])
     results = []
     for t in request.topics:
         res = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name)
         results.append(res)
-        if not server.controller.active:
+        if not ctx.controller.active:
             res.error_code = int(ErrorCode.NOT_CONTROLLER)
             continue
         if t.name in dup:
             res.error_code, res.error_message = int(ErrorCode.INVALID_REQUEST), "Duplicate topic in request."
             continue
         assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
-        r = await server.admin.create_partitions(t.name, t.count, assignments,
-                                                 request.validate_only, request.timeout_ms)
+        r = await ctx.admin.create_partitions(t.name, t.count, assignments,
+                                              request.validate_only, request.timeout_ms)
         res.error_code, res.error_message = int(r.error), r.message
     return CreatePartitionsResponse(results=results)

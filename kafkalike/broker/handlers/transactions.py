@@ -43,7 +43,7 @@ def _coordinator_error(transactional_id: str | None) -> ErrorCode:
 
 
 def _known(ctx: RequestContext, topic: str, partition: int) -> bool:
-    return ctx.server.metadata_cache.partition(topic, partition) is not None
+    return ctx.metadata.partition(topic, partition) is not None
 
 
 # -- AddPartitionsToTxn ----------------------------------------------------------------
