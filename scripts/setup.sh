@@ -2,7 +2,7 @@
 # Install what kafkalike needs on Debian 12, skipping whatever is already there.
 #   scripts/setup.sh          ZooKeeper and Java (zk/install.sh), kcat, then `pip install -e '.[spark]'`
 #                             (pyspark and pyarrow: the demo ends with a Spark load)
-#   scripts/setup.sh --test   also the test extras: `pip install -e '.[test,spark]'`
+#   scripts/setup.sh --test   also the test extras: `pip install -e '.[test,spark]'`, and vagrant
 # A first pyspark install builds it from a ~456 MB source archive: minutes, once.
 # PYTHON picks the interpreter (default python3). Safe to run again and again: with
 # everything in place it makes no network call.
@@ -15,7 +15,8 @@ PYTHON=${PYTHON:-python3}
 extras=(spark)
 debs=(kcat)   # the demo and the interop tests use it as an independent client
 case "${1:-}" in
-    --test) extras=(test spark) ;;
+    # vagrant: the tests validate vagrant/Vagrantfile (VMs cannot boot here).
+    --test) extras=(test spark); debs+=(vagrant) ;;
     "") ;;
     *) echo "usage: $0 [--test]" >&2; exit 2 ;;
 esac
