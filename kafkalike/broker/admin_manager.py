@@ -1,19 +1,29 @@
-"""Topic administration through ZooKeeper (Kafka's ZkAdminManager).
+"""Administration through ZooKeeper (Kafka's ZkAdminManager): topics, client quotas and
+SCRAM credentials.
 
 A broker never creates partitions itself: it validates the request, writes the topic's
 assignment and configs to ZooKeeper, and the controller reacts to the new znodes. The
 answer waits (up to the request's timeout) until this broker's metadata cache shows
 the result, as Kafka's DelayedCreatePartitions and DelayedDeleteTopics do, so a client
 that creates a topic can use it as soon as the call returns.
+
+Quotas (admin_quotas.py) and SCRAM credentials (admin_scram.py) are dynamic configs
+under /config; the manager hands those modules its ZooKeeper client. Every call takes
+plain values and answers with plain results, which the handlers put on the wire.
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from twisted.internet import defer
 
+from kafkalike.broker import admin_quotas, admin_scram
+from kafkalike.broker.admin_quotas import (QuotaAlteration, QuotaAlterationResult, QuotaDescription,
+                                           QuotaFilterComponent)
+from kafkalike.broker.admin_scram import (ScramAlterationResult, ScramDeletion, ScramUpsertion,
+                                          UserScramCredentials)
 from kafkalike.common.assignment import InvalidPartitions, InvalidReplicationFactor, assign_replicas
 from kafkalike.common.topics import INTERNAL_TOPICS, InvalidTopicName, collides, validate
 from kafkalike.protocol.errors import ErrorCode
@@ -233,3 +243,22 @@ class AdminManager:
         if not await self._wait_for(self._topic_ready(name, count), timeout_ms):
             return TopicResult(ErrorCode.REQUEST_TIMED_OUT, "Operation timed out.")
         return TopicResult()
+
+    # -- client quotas ------------------------------------------------------------------
+
+    async def describe_client_quotas(self, components: Sequence[QuotaFilterComponent],
+                                     strict: bool) -> QuotaDescription:
+        return await admin_quotas.describe_client_quotas(self.zk, components, strict)
+
+    async def alter_client_quotas(self, alterations: Sequence[QuotaAlteration],
+                                  validate_only: bool) -> list[QuotaAlterationResult]:
+        return await admin_quotas.alter_client_quotas(self.zk, alterations, validate_only)
+
+    # -- SCRAM credentials --------------------------------------------------------------
+
+    async def describe_user_scram_credentials(self, users: Sequence[str] | None) -> list[UserScramCredentials]:
+        return await admin_scram.describe_user_scram_credentials(self.zk, users)
+
+    async def alter_user_scram_credentials(self, upsertions: Sequence[ScramUpsertion],
+                                           deletions: Sequence[ScramDeletion]) -> list[ScramAlterationResult]:
+        return await admin_scram.alter_user_scram_credentials(self.zk, upsertions, deletions)

@@ -14,10 +14,12 @@ import pytest
 from twisted.internet import defer
 from twisted.internet.testing import StringTransport
 
+from kafkalike.broker.admin_manager import AdminManager
 from kafkalike.broker.metadata_cache import MetadataCache, PartitionInfo
 from kafkalike.broker.network import KafkaServerFactory
 from kafkalike.broker.registry import load_handlers
 from kafkalike.broker.replica_manager import ReplicaManager
+from kafkalike.broker.topic_configs import TopicConfigs
 from kafkalike.protocol.api import APIS, decode_response, encode_request
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
@@ -105,8 +107,10 @@ class FakeServer:
                                                      for p in range(count)}
         self.log_manager = LogManager(self.config.log_dirs, LogConfig(), enable_cleaner=False) if log_dirs else None
         self.replica_manager = ReplicaManager(0, self.log_manager, None, lambda t: LogConfig(), lambda: 0)
+        self.admin = AdminManager(self.zk, self.metadata_cache, self.config, TopicConfigs(LogConfig()), None)
         self.services = services(config=self.config, zk=self.zk, metadata=self.metadata_cache,
-                                 replicas=self.replica_manager, logs=self.log_manager, controller=self.controller)
+                                 replicas=self.replica_manager, logs=self.log_manager, controller=self.controller,
+                                 admin=self.admin)
 
     def host(self, topic: str, partition: int, records: int = 0):
         """A replica of topic-partition on this broker, with `records` one-record batches."""
