@@ -6,231 +6,70 @@ accepts (SSL, SASL, quotas): a known key is never reported as unknown, and a val
 would refuse is refused with Kafka's wording ("Invalid value abc for configuration
 num.partitions: Not a number of type INT"), naming the key the operator has to fix.
 
-The table is declarative (one `ConfigKey` per key) because three consumers read it:
+The table is declarative (one `ConfigKey` per key, on the engine shared with topic and
+client configs in kafkalike.common.config_def) because three consumers read it:
 parsing and validation at startup, DescribeConfigs (type, sensitivity, read-only,
 documentation, source) and `kafka-configs.sh --describe --all`.
 """
 from __future__ import annotations
 
-import enum
-import math
 import re
 import socket
-import sys
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from kafkalike import properties
+from kafkalike.common.config_def import (
+    DOUBLE_MAX,
+    INT_MAX,
+    INTEGER_PATTERN,
+    LONG_MAX,
+    NO_DEFAULT,
+    ConfigError,
+    ConfigKey,
+    ConfigType,
+    Password,
+    UpdateMode,
+    Validator,
+    api_version,
+    at_least,
+    each_one_of,
+    invalid,
+    java_double,
+    java_string,
+    one_of,
+    parse_all,
+    split_list,
+)
 from kafkalike.common.resources import ConfigSource, ConfigSynonym
-from kafkalike.common.versions import (  # noqa: F401 (api_version_at_least: re-exported for the broker)
+from kafkalike.common.versions import (
+    API_VERSIONS,
     LATEST_API_VERSION,
     api_version_at_least,
     record_version,
     resolve_api_version,
 )
 
-SHORT_MIN, SHORT_MAX = -(2**15), 2**15 - 1
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
-DOUBLE_MAX = sys.float_info.max
+__all__ = [
+    "BROKER_CONFIG", "COMPRESSION_TYPES", "SECURITY_PROTOCOLS", "TOPIC_CONFIG_SYNONYMS",
+    "ConfigEntry", "EndPoint", "KafkaConfig", "broker_synonyms", "known_key_names",
+    "parse_endpoints", "parse_overrides", "parse_protocol_map",
+    # The engine's and the version table's names the broker reads from here.
+    "ConfigError", "ConfigKey", "ConfigSource", "ConfigType", "Password", "UpdateMode",
+    "api_version_at_least", "java_double", "java_string", "resolve_api_version",
+]
 
-
-class ConfigError(ValueError):
-    """A server.properties value Kafka would refuse; the message names the key."""
-
-
-def invalid(name: str, value: Any, message: str | None = None) -> ConfigError:
-    """Kafka's ConfigException(name, value, message) wording."""
-    shown = java_string(value) if not isinstance(value, str) else value
-    text = f"Invalid value {shown} for configuration {name}"
-    return ConfigError(text + (f": {message}" if message else ""))
-
-
-class ConfigType(enum.Enum):
-    """ConfigDef types; the values are DescribeConfigs' ConfigType codes (v3+)."""
-
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    SHORT = 4
-    LONG = 5
-    DOUBLE = 6
-    LIST = 7
-    CLASS = 8
-    PASSWORD = 9
-
-
-class UpdateMode(str, enum.Enum):
-    """Kafka's "Update Mode" column: only read-only keys need a restart to change."""
-
-    READ_ONLY = "read-only"
-    PER_BROKER = "per-broker"
-    CLUSTER_WIDE = "cluster-wide"
-
-
-@dataclass(frozen=True)
-class Password:
-    """A secret value; printing it never shows the secret, as Kafka's Password class."""
-
-    value: str
-
-    def __repr__(self) -> str:
-        return "[hidden]"
-
-    __str__ = __repr__
-
-
-class _Required:
-    def __repr__(self) -> str:
-        return "NO_DEFAULT"
-
-
-NO_DEFAULT: Any = _Required()
-
-Validator = Callable[[str, Any], None]
-
-
-# ---------------------------------------------------------------- value rendering
-
-def java_double(d: float) -> str:
-    """Double.toString: plain between 1e-3 and 1e7, otherwise '1.7976931348623157E308'."""
-    if math.isnan(d):
-        return "NaN"
-    if math.isinf(d):
-        return "Infinity" if d > 0 else "-Infinity"
-    if d == 0:
-        return "-0.0" if math.copysign(1.0, d) < 0 else "0.0"
-    if 1e-3 <= abs(d) < 1e7:
-        return repr(d)
-    sign, digits, exponent = Decimal(repr(d)).as_tuple()
-    text = "".join(map(str, digits))
-    power = len(digits) + int(exponent) - 1
-    text = text.rstrip("0") or "0"
-    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{power}"
-
-
-def java_string(value: Any) -> str | None:
-    """ConfigDef.convertToString: how Kafka prints a parsed value (DescribeConfigs, errors)."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return java_double(value)
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value)
-    if isinstance(value, Password):
-        return value.value
-    return str(value)
-
-
-# ---------------------------------------------------------------- parsing
-
-_INTEGER = re.compile(r"[+-]?[0-9]+\Z")
-_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[fFdD]?\Z")
 _CLASS_NAME = re.compile(r"[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*\Z")
-_LIST_SPLIT = re.compile(r"\s*,\s*")
-_INT_RANGES = {ConfigType.SHORT: (SHORT_MIN, SHORT_MAX), ConfigType.INT: (INT_MIN, INT_MAX),
-               ConfigType.LONG: (LONG_MIN, LONG_MAX)}
 
 
-def parse_value(name: str, ctype: ConfigType, raw: Any) -> Any:
-    """ConfigDef.parseType for a value given as text (trimmed first, as Kafka does)."""
-    if not isinstance(raw, str):
-        raw = java_string(raw) or ""
-    text = raw.strip()
-    if ctype is ConfigType.BOOLEAN:
-        if text.lower() in ("true", "false"):
-            return text.lower() == "true"
-        raise invalid(name, raw, "Expected value to be either true or false")
-    if ctype is ConfigType.STRING:
-        return text
-    if ctype is ConfigType.PASSWORD:
-        return Password(text)
-    if ctype is ConfigType.CLASS:
-        if not _CLASS_NAME.match(text):
-            raise ConfigError(f"Invalid value {raw} for configuration {name}: Class {raw} cannot be found")
-        return text
-    if ctype in _INT_RANGES:
-        low, high = _INT_RANGES[ctype]
-        if _INTEGER.match(text) and low <= int(text) <= high:
-            return int(text)
-        raise invalid(name, raw, f"Not a number of type {ctype.name}")
-    if ctype is ConfigType.DOUBLE:
-        if _DOUBLE.match(text):
-            return float(text[:-1] if text[-1] in "fFdD" else text)
-        raise invalid(name, raw, "Not a number of type DOUBLE")
-    if ctype is ConfigType.LIST:
-        return tuple(_LIST_SPLIT.split(text)) if text else ()
-    raise AssertionError(ctype)
-
-
-# ---------------------------------------------------------------- validators
-
-def at_least(minimum: int) -> Validator:
-    def check(name: str, value: Any) -> None:
-        if value is not None and value < minimum:
-            raise invalid(name, value, f"Value must be at least {minimum}")
-    return check
-
-
-def one_of(*choices: str) -> Validator:
-    def check(name: str, value: Any) -> None:
-        if value is not None and value not in choices:
-            raise invalid(name, value, f"String must be one of: {', '.join(choices)}")
-    return check
-
-
-def each_one_of(*choices: str) -> Validator:
-    """ValidList.in: every element of a list must be one of the choices."""
-    def check(name: str, value: Any) -> None:
-        for item in value or ():
-            if item not in choices:
-                raise invalid(name, item, f"String must be one of: {', '.join(choices)}")
-    return check
-
-
-def _api_version(name: str, value: Any) -> None:
-    try:
-        resolve_api_version(value)
-    except ValueError as e:
-        raise invalid(name, value, str(e)) from None
+def _java_class(name: str, value: Any) -> None:
+    """Class keys: kafkalike loads no Java classes, so a value must at least be a class name."""
+    if value is not None and not (isinstance(value, str) and _CLASS_NAME.match(value)):
+        raise invalid(name, value, f"Class {java_string(value)} cannot be found")
 
 
 # ---------------------------------------------------------------- the table
-
-@dataclass(frozen=True)
-class ConfigKey:
-    """One broker key as Kafka's ConfigDef declares it."""
-
-    name: str
-    type: ConfigType
-    default: Any  # parsed value; None is Kafka's null; NO_DEFAULT means required
-    doc: str
-    validator: Validator | None = None
-    update_mode: UpdateMode = UpdateMode.READ_ONLY
-    internal: bool = False  # defined but hidden from docs and DescribeConfigs (2.8's KRaft keys)
-
-    @property
-    def sensitive(self) -> bool:
-        return self.type is ConfigType.PASSWORD
-
-    @property
-    def read_only(self) -> bool:
-        return self.update_mode is UpdateMode.READ_ONLY
-
-    @property
-    def required(self) -> bool:
-        return self.default is NO_DEFAULT
-
-    def parse(self, raw: Any) -> Any:
-        value = parse_value(self.name, self.type, raw)
-        if self.validator is not None:
-            self.validator(self.name, value)
-        return value
-
 
 B, S, I, SH, L, D, LS, C, P = (ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT,
                                ConfigType.SHORT, ConfigType.LONG, ConfigType.DOUBLE,
@@ -243,6 +82,8 @@ def _k(name: str, ctype: ConfigType, default: Any, doc: str, validator: Validato
        mode: UpdateMode = RO, internal: bool = False) -> ConfigKey:
     if isinstance(default, list):
         default = tuple(default)
+    if ctype is C and validator is None:
+        validator = _java_class
     return ConfigKey(name, ctype, default, doc, validator, mode, internal)
 
 
@@ -376,7 +217,7 @@ _KEYS: tuple[ConfigKey, ...] = (
     _k("min.insync.replicas", I, 1, "With acks=all, the in-sync replicas a write needs before it succeeds.",
        at_least(1), CW),
     _k("log.message.format.version", S, LATEST_API_VERSION, "Record format version the broker writes; must not be "
-       "newer than inter.broker.protocol.version.", _api_version),
+       "newer than inter.broker.protocol.version.", api_version),
     _k("log.message.timestamp.type", S, "CreateTime", "Whether record timestamps come from the producer "
        "(CreateTime) or the broker's clock (LogAppendTime).", one_of("CreateTime", "LogAppendTime"), CW),
     _k("log.message.timestamp.difference.max.ms", L, LONG_MAX, "With CreateTime, how far a record's timestamp may "
@@ -414,7 +255,7 @@ _KEYS: tuple[ConfigKey, ...] = (
     _k("security.inter.broker.protocol", S, "PLAINTEXT", "Protocol brokers use among themselves; set this or "
        "inter.broker.listener.name, not both."),
     _k("inter.broker.protocol.version", S, LATEST_API_VERSION, "Protocol version brokers use among themselves; "
-       "held back during rolling upgrades.", _api_version),
+       "held back during rolling upgrades.", api_version),
     _k("inter.broker.listener.name", S, None, "Listener brokers use among themselves."),
     _k("replica.selector.class", S, None, "Chooses the replica a consumer fetches from; unset means the leader."),
     # Controlled shutdown
@@ -640,7 +481,7 @@ _ENDPOINT = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)\Z")
 
 
 def _csv(text: str) -> list[str]:
-    return [part for part in _LIST_SPLIT.split(text.strip()) if part]
+    return [part for part in split_list(text) if part]
 
 
 def parse_protocol_map(text: str, config_name: str = "listener.security.protocol.map") -> dict[str, str]:
@@ -723,15 +564,7 @@ class KafkaConfig:
         self.originals: dict[str, Any] = dict(props)
         self.unknown_keys: list[str] = sorted(k for k in props if k not in BROKER_CONFIG)
         self._hostname = hostname
-        values: dict[str, Any] = {}
-        for key in _KEYS:
-            if key.name in props:
-                values[key.name] = key.parse(props[key.name])
-            elif key.required:
-                raise ConfigError(f'Missing required configuration "{key.name}" which has no default value.')
-            else:
-                values[key.name] = key.default
-        self._values = values
+        self._values = parse_all(_KEYS, props)
         self._protocol_map = parse_protocol_map(self._values["listener.security.protocol.map"])
         self._listeners = self._parse_listeners()
         self._advertised = self._parse_advertised()
@@ -1011,7 +844,7 @@ class KafkaConfig:
         magic = record_version(v["log.message.format.version"])
         self._require(magic <= record_version(v["inter.broker.protocol.version"]),
                       f"log.message.format.version {v['log.message.format.version']} can only be used when "
-                      f"inter.broker.protocol.version is set to version {('0.8.0', '0.10.0', '0.11.0')[magic]} "
+                      f"inter.broker.protocol.version is set to version {_first_version_writing(magic)} "
                       "or higher")
         self._validate_listener_names()
         self._require(v["queued.max.request.bytes"] <= 0
@@ -1066,7 +899,7 @@ class KafkaConfig:
         result: dict[str, int] = {}
         for pair in _csv(text):
             host, sep, count = pair.rpartition(":")
-            if not sep or not host or not _INTEGER.match(count.strip()):
+            if not sep or not host or not INTEGER_PATTERN.match(count.strip()):
                 raise ConfigError(f"Error parsing configuration property 'max.connections.per.ip.overrides': "
                                   f"invalid entry '{pair}'")
             result[host.strip()] = int(count)
@@ -1075,6 +908,11 @@ class KafkaConfig:
     @property
     def max_connections_per_ip_overrides(self) -> dict[str, int]:
         return self._connection_overrides()
+
+
+def _first_version_writing(magic: int) -> str:
+    """ApiVersion.minSupportedFor(recordVersion).shortVersion: '0.10.0' for magic 1."""
+    return next(v.split("-")[0] for v in API_VERSIONS if record_version(v) == magic)
 
 
 def known_key_names(include_internal: bool = True) -> Sequence[str]:

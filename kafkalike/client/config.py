@@ -6,53 +6,35 @@ and a bad one raises ConfigError with Java's text, which names the key
 ("Invalid value x for configuration acks: String must be one of: all, -1, 0, 1").
 Serializer, partitioner and interceptor entries may also be Python objects.
 Unknown keys are kept (serializers and partitioners may read their own) and logged,
-as Java logs them.
+as Java logs them. The keys are declared on the engine all config tables share
+(kafkalike.common.config_def).
 """
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from kafkalike.client.errors import ConfigError, UnsupportedFeatureError
+from kafkalike.common.config_def import (
+    INT_MAX,
+    ConfigKey,
+    ConfigType,
+    Validator,
+    at_least,
+    between,
+    errors_as,
+    one_of,
+    parse_all,
+)
 
 log = logging.getLogger("kafkalike.client.config")
 
-INT_MAX = 2**31 - 1
-LONG_MAX = 2**63 - 1
-NO_DEFAULT = object()
+B, S, I, L, LS, C = (ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG,
+                     ConfigType.LIST, ConfigType.CLASS)
 
 
-def at_least(low: int) -> Callable[[Any], str | None]:
-    def check(value: int) -> str | None:
-        return None if value >= low else f"Value must be at least {low}"
-    return check
-
-
-def between(low: int, high: int) -> Callable[[Any], str | None]:
-    def check(value: int) -> str | None:
-        if value < low:
-            return f"Value must be at least {low}"
-        if value > high:
-            return f"Value must be no more than {high}"
-        return None
-    return check
-
-
-def one_of(*allowed: str, case_sensitive: bool = True) -> Callable[[Any], str | None]:
-    def check(value: str) -> str | None:
-        candidate = value if case_sensitive else value.lower()
-        ok = candidate in allowed if case_sensitive else candidate in {a.lower() for a in allowed}
-        return None if ok else f"String must be one of: {', '.join(allowed)}"
-    return check
-
-
-@dataclass(frozen=True)
-class ConfigKey:
-    name: str
-    type: str  # boolean, int, long, double, string, list, class, password
-    default: Any = NO_DEFAULT
-    validator: Callable[[Any], str | None] | None = None
+def _key(name: str, ctype: ConfigType, default: Any, validator: Validator | None = None) -> ConfigKey:
+    return ConfigKey(name, ctype, default, validator=validator)
 
 
 def _keys(*keys: ConfigKey) -> dict[str, ConfigKey]:
@@ -61,129 +43,100 @@ def _keys(*keys: ConfigKey) -> dict[str, ConfigKey]:
 
 DEFAULT_PARTITIONER = "org.apache.kafka.clients.producer.internals.DefaultPartitioner"
 
-# Kafka 2.8's ProducerConfig (CommonClientConfigs included), in its defaults.
-PRODUCER_CONFIG = _keys(
-    ConfigKey("bootstrap.servers", "list", []),
-    ConfigKey("client.dns.lookup", "string", "use_all_dns_ips",
-              one_of("default", "use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")),
-    ConfigKey("buffer.memory", "long", 33554432, at_least(0)),
-    ConfigKey("retries", "int", INT_MAX, between(0, INT_MAX)),
-    ConfigKey("acks", "string", "1", one_of("all", "-1", "0", "1")),
-    ConfigKey("compression.type", "string", "none", one_of("none", "gzip", "snappy", "lz4", "zstd")),
-    ConfigKey("batch.size", "int", 16384, at_least(0)),
-    ConfigKey("linger.ms", "long", 0, at_least(0)),
-    ConfigKey("delivery.timeout.ms", "int", 120000, at_least(0)),
-    ConfigKey("client.id", "string", ""),
-    ConfigKey("send.buffer.bytes", "int", 131072, at_least(-1)),
-    ConfigKey("receive.buffer.bytes", "int", 32768, at_least(-1)),
-    ConfigKey("max.request.size", "int", 1048576, at_least(0)),
-    ConfigKey("reconnect.backoff.ms", "long", 50, at_least(0)),
-    ConfigKey("reconnect.backoff.max.ms", "long", 1000, at_least(0)),
-    ConfigKey("retry.backoff.ms", "long", 100, at_least(0)),
-    ConfigKey("max.block.ms", "long", 60000, at_least(0)),
-    ConfigKey("request.timeout.ms", "int", 30000, at_least(0)),
-    ConfigKey("metadata.max.age.ms", "long", 300000, at_least(0)),
-    ConfigKey("metadata.max.idle.ms", "long", 300000, at_least(5000)),
-    ConfigKey("metrics.sample.window.ms", "long", 30000, at_least(0)),
-    ConfigKey("metrics.num.samples", "int", 2, at_least(1)),
-    ConfigKey("metrics.recording.level", "string", "INFO", one_of("INFO", "DEBUG", "TRACE")),
-    ConfigKey("metric.reporters", "list", []),
-    ConfigKey("max.in.flight.requests.per.connection", "int", 5, at_least(1)),
-    ConfigKey("key.serializer", "class", "bytes"),
-    ConfigKey("value.serializer", "class", "bytes"),
-    ConfigKey("socket.connection.setup.timeout.ms", "long", 10000, at_least(0)),
-    ConfigKey("socket.connection.setup.timeout.max.ms", "long", 127000, at_least(0)),
-    ConfigKey("connections.max.idle.ms", "long", 540000),
-    ConfigKey("partitioner.class", "class", DEFAULT_PARTITIONER),
-    ConfigKey("interceptor.classes", "list", []),
-    ConfigKey("security.protocol", "string", "PLAINTEXT",
-              one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", case_sensitive=False)),
-    ConfigKey("security.providers", "string", None),
-    ConfigKey("enable.idempotence", "boolean", False),
-    ConfigKey("transaction.timeout.ms", "int", 60000),
-    ConfigKey("transactional.id", "string", None),
+# CommonClientConfigs: the keys producer and consumer share, declared once.
+_COMMON = _keys(
+    _key("bootstrap.servers", LS, []),
+    _key("client.dns.lookup", S, "use_all_dns_ips",
+         one_of("default", "use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")),
+    _key("client.id", S, ""),
+    _key("send.buffer.bytes", I, 131072, at_least(-1)),
+    _key("reconnect.backoff.ms", L, 50, at_least(0)),
+    _key("reconnect.backoff.max.ms", L, 1000, at_least(0)),
+    _key("retry.backoff.ms", L, 100, at_least(0)),
+    _key("metadata.max.age.ms", L, 300000, at_least(0)),
+    _key("metrics.sample.window.ms", L, 30000, at_least(0)),
+    _key("metrics.num.samples", I, 2, at_least(1)),
+    _key("metrics.recording.level", S, "INFO", one_of("INFO", "DEBUG", "TRACE")),
+    _key("metric.reporters", LS, []),
+    _key("request.timeout.ms", I, 30000, at_least(0)),
+    _key("socket.connection.setup.timeout.ms", L, 10000, at_least(0)),
+    _key("socket.connection.setup.timeout.max.ms", L, 127000, at_least(0)),
+    _key("connections.max.idle.ms", L, 540000),
+    _key("interceptor.classes", LS, []),
+    _key("security.protocol", S, "PLAINTEXT",
+         one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", case_sensitive=False)),
+    _key("security.providers", S, None),
 )
 
 
-def _invalid(key: ConfigKey, value: Any, reason: str) -> ConfigError:
-    return ConfigError(f"Invalid value {value} for configuration {key.name}: {reason}")
+# Kafka 2.8's ProducerConfig (CommonClientConfigs included), in its defaults.
+PRODUCER_CONFIG = _keys(
+    _COMMON["bootstrap.servers"],
+    _COMMON["client.dns.lookup"],
+    _key("buffer.memory", L, 33554432, at_least(0)),
+    _key("retries", I, INT_MAX, between(0, INT_MAX)),
+    _key("acks", S, "1", one_of("all", "-1", "0", "1")),
+    _key("compression.type", S, "none", one_of("none", "gzip", "snappy", "lz4", "zstd")),
+    _key("batch.size", I, 16384, at_least(0)),
+    _key("linger.ms", L, 0, at_least(0)),
+    _key("delivery.timeout.ms", I, 120000, at_least(0)),
+    _COMMON["client.id"],
+    _COMMON["send.buffer.bytes"],
+    _key("receive.buffer.bytes", I, 32768, at_least(-1)),
+    _key("max.request.size", I, 1048576, at_least(0)),
+    _COMMON["reconnect.backoff.ms"],
+    _COMMON["reconnect.backoff.max.ms"],
+    _COMMON["retry.backoff.ms"],
+    _key("max.block.ms", L, 60000, at_least(0)),
+    _COMMON["request.timeout.ms"],
+    _COMMON["metadata.max.age.ms"],
+    _key("metadata.max.idle.ms", L, 300000, at_least(5000)),
+    _COMMON["metrics.sample.window.ms"],
+    _COMMON["metrics.num.samples"],
+    _COMMON["metrics.recording.level"],
+    _COMMON["metric.reporters"],
+    _key("max.in.flight.requests.per.connection", I, 5, at_least(1)),
+    _key("key.serializer", C, "bytes"),
+    _key("value.serializer", C, "bytes"),
+    _COMMON["socket.connection.setup.timeout.ms"],
+    _COMMON["socket.connection.setup.timeout.max.ms"],
+    _COMMON["connections.max.idle.ms"],
+    _key("partitioner.class", C, DEFAULT_PARTITIONER),
+    _COMMON["interceptor.classes"],
+    _COMMON["security.protocol"],
+    _COMMON["security.providers"],
+    _key("enable.idempotence", B, False),
+    _key("transaction.timeout.ms", I, 60000),
+    _key("transactional.id", S, None),
+)
 
 
-def _user_value(key: ConfigKey, value: Any) -> Any:
-    """A user's value parsed; None only where None is the default (Java: "Value must be non-null")."""
-    if value is None and key.default is not None:
-        raise _invalid(key, "null", "Value must be non-null")
-    return parse_value(key, value)
+def _parse(table: Mapping[str, ConfigKey], user: Mapping[str, Any]) -> dict[str, Any]:
+    """Every known key parsed (or defaulted) by the engine, in the shapes a Python user
+    passes (lists stay lists, a lone object stands for a one-item list), then the unknown
+    keys as given: serializers and partitioners may read their own, and Java logs them."""
+    given = {name: [value] if _lone_item(table.get(name), value) else value for name, value in user.items()}
+    with errors_as(ConfigError):
+        out = parse_all(table.values(), given)
+    for key in table.values():
+        if key.type is ConfigType.LIST and out[key.name] is not None:
+            out[key.name] = list(out[key.name])
+    for name in user:
+        if name not in table:
+            out[name] = user[name]
+            log.warning("The configuration '%s' was supplied but isn't a known config.", name)
+    return out
 
 
-def parse_value(key: ConfigKey, value: Any) -> Any:
-    """One value to its Python type, as Java's ConfigDef.parseType does (strings are trimmed)."""
-    if value is None:
-        return None
-    t = key.type
-    if t == "boolean":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        raise _invalid(key, value, "Expected value to be either true or false")
-    if t in ("int", "long"):
-        if isinstance(value, bool):
-            raise _invalid(key, value, f"Not a number of type {t.upper()}")
-        if isinstance(value, int):
-            parsed = value
-        else:
-            try:
-                parsed = int(str(value).strip())
-            except ValueError:
-                raise _invalid(key, value, f"Not a number of type {t.upper()}") from None
-        limit = INT_MAX if t == "int" else LONG_MAX
-        if not -limit - 1 <= parsed <= limit:
-            raise _invalid(key, value, f"Not a number of type {t.upper()}")
-        return parsed
-    if t == "double":
-        try:
-            return float(str(value).strip()) if isinstance(value, str) else float(value)
-        except (TypeError, ValueError):
-            raise _invalid(key, value, "Not a number of type DOUBLE") from None
-    if t in ("string", "password"):
-        if isinstance(value, str):
-            return value.strip()
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)  # acks=1 and the like, as a Python user writes them
-        raise _invalid(key, value, f"Expected value to be a string, but it was a {type(value).__name__}")
-    if t == "list":
-        if isinstance(value, str):
-            text = value.strip()
-            return [] if not text else [part.strip() for part in text.split(",")]
-        if isinstance(value, (list, tuple)):
-            return list(value)
-        return [value]
-    if t == "class":
-        return value.strip() if isinstance(value, str) else value
-    raise AssertionError(f"unknown config type {t}")
+def _lone_item(key: ConfigKey | None, value: Any) -> bool:
+    return (key is not None and key.type is ConfigType.LIST and value is not None
+            and not isinstance(value, (str, list, tuple)))
 
 
 def producer_config(user: Mapping[str, Any] | None) -> dict[str, Any]:
     """Kafka's defaults overlaid with `user`, parsed and validated; raises ConfigError."""
     user = dict(user or {})
-    out: dict[str, Any] = {}
-    for name, key in PRODUCER_CONFIG.items():
-        if name in user:
-            value = _user_value(key, user[name])
-        elif key.default is NO_DEFAULT:
-            raise ConfigError(f'Missing required configuration "{name}" which has no default value.')
-        else:
-            value = key.default
-        if value is not None and key.validator is not None:
-            reason = key.validator(value)
-            if reason is not None:
-                raise _invalid(key, user.get(name, value), reason)
-        out[name] = value
-    for name in user:
-        if name not in PRODUCER_CONFIG:
-            out[name] = user[name]
-            log.warning("The configuration '%s' was supplied but isn't a known config.", name)
+    out = _parse(PRODUCER_CONFIG, user)
     _check_combinations(out, user)
     return out
 
@@ -226,78 +179,65 @@ def _check_combinations(config: dict[str, Any], user: Mapping[str, Any]) -> None
                     "Setting it to %d.", linger + request_timeout)
 
 
-__all__ = ["ConfigKey", "DEFAULT_PARTITIONER", "PRODUCER_CONFIG", "parse_value", "producer_config"]
+__all__ = ["ConfigKey", "DEFAULT_PARTITIONER", "PRODUCER_CONFIG", "producer_config"]
 
 
 # -- consumer -------------------------------------------------------------------------------
 
 # Kafka 2.8's ConsumerConfig (CommonClientConfigs included), in its defaults.
 CONSUMER_CONFIG = _keys(
-    ConfigKey("bootstrap.servers", "list", []),
-    ConfigKey("client.dns.lookup", "string", "use_all_dns_ips",
-              one_of("default", "use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")),
-    ConfigKey("group.id", "string", None),
-    ConfigKey("group.instance.id", "string", None),
-    ConfigKey("session.timeout.ms", "int", 10000),
-    ConfigKey("heartbeat.interval.ms", "int", 3000),
-    ConfigKey("partition.assignment.strategy", "list",
-              ["org.apache.kafka.clients.consumer.RangeAssignor"]),
-    ConfigKey("metadata.max.age.ms", "long", 300000, at_least(0)),
-    ConfigKey("enable.auto.commit", "boolean", True),
-    ConfigKey("auto.commit.interval.ms", "int", 5000, at_least(0)),
-    ConfigKey("client.id", "string", ""),
-    ConfigKey("client.rack", "string", ""),
-    ConfigKey("max.partition.fetch.bytes", "int", 1048576, at_least(0)),
-    ConfigKey("send.buffer.bytes", "int", 131072, at_least(-1)),
-    ConfigKey("receive.buffer.bytes", "int", 65536, at_least(-1)),
-    ConfigKey("fetch.min.bytes", "int", 1, at_least(0)),
-    ConfigKey("fetch.max.bytes", "int", 52428800, at_least(0)),
-    ConfigKey("fetch.max.wait.ms", "int", 500, at_least(0)),
-    ConfigKey("reconnect.backoff.ms", "long", 50, at_least(0)),
-    ConfigKey("reconnect.backoff.max.ms", "long", 1000, at_least(0)),
-    ConfigKey("retry.backoff.ms", "long", 100, at_least(0)),
-    ConfigKey("auto.offset.reset", "string", "latest", one_of("latest", "earliest", "none")),
-    ConfigKey("check.crcs", "boolean", True),
-    ConfigKey("metrics.sample.window.ms", "long", 30000, at_least(0)),
-    ConfigKey("metrics.num.samples", "int", 2, at_least(1)),
-    ConfigKey("metrics.recording.level", "string", "INFO", one_of("INFO", "DEBUG", "TRACE")),
-    ConfigKey("metric.reporters", "list", []),
-    ConfigKey("key.deserializer", "class", "bytes"),
-    ConfigKey("value.deserializer", "class", "bytes"),
-    ConfigKey("request.timeout.ms", "int", 30000, at_least(0)),
-    ConfigKey("default.api.timeout.ms", "int", 60000, at_least(0)),
-    ConfigKey("socket.connection.setup.timeout.ms", "long", 10000, at_least(0)),
-    ConfigKey("socket.connection.setup.timeout.max.ms", "long", 127000, at_least(0)),
-    ConfigKey("connections.max.idle.ms", "long", 540000),
-    ConfigKey("interceptor.classes", "list", []),
-    ConfigKey("max.poll.records", "int", 500, at_least(1)),
-    ConfigKey("max.poll.interval.ms", "int", 300000, at_least(1)),
-    ConfigKey("exclude.internal.topics", "boolean", True),
-    ConfigKey("internal.leave.group.on.close", "boolean", True),
-    ConfigKey("isolation.level", "string", "read_uncommitted",
-              one_of("read_committed", "read_uncommitted", case_sensitive=False)),
-    ConfigKey("allow.auto.create.topics", "boolean", True),
-    ConfigKey("security.protocol", "string", "PLAINTEXT",
-              one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", case_sensitive=False)),
-    ConfigKey("security.providers", "string", None),
+    _COMMON["bootstrap.servers"],
+    _COMMON["client.dns.lookup"],
+    _key("group.id", S, None),
+    _key("group.instance.id", S, None),
+    _key("session.timeout.ms", I, 10000),
+    _key("heartbeat.interval.ms", I, 3000),
+    _key("partition.assignment.strategy", LS,
+         ["org.apache.kafka.clients.consumer.RangeAssignor"]),
+    _COMMON["metadata.max.age.ms"],
+    _key("enable.auto.commit", B, True),
+    _key("auto.commit.interval.ms", I, 5000, at_least(0)),
+    _COMMON["client.id"],
+    _key("client.rack", S, ""),
+    _key("max.partition.fetch.bytes", I, 1048576, at_least(0)),
+    _COMMON["send.buffer.bytes"],
+    _key("receive.buffer.bytes", I, 65536, at_least(-1)),
+    _key("fetch.min.bytes", I, 1, at_least(0)),
+    _key("fetch.max.bytes", I, 52428800, at_least(0)),
+    _key("fetch.max.wait.ms", I, 500, at_least(0)),
+    _COMMON["reconnect.backoff.ms"],
+    _COMMON["reconnect.backoff.max.ms"],
+    _COMMON["retry.backoff.ms"],
+    _key("auto.offset.reset", S, "latest", one_of("latest", "earliest", "none")),
+    _key("check.crcs", B, True),
+    _COMMON["metrics.sample.window.ms"],
+    _COMMON["metrics.num.samples"],
+    _COMMON["metrics.recording.level"],
+    _COMMON["metric.reporters"],
+    _key("key.deserializer", C, "bytes"),
+    _key("value.deserializer", C, "bytes"),
+    _COMMON["request.timeout.ms"],
+    _key("default.api.timeout.ms", I, 60000, at_least(0)),
+    _COMMON["socket.connection.setup.timeout.ms"],
+    _COMMON["socket.connection.setup.timeout.max.ms"],
+    _COMMON["connections.max.idle.ms"],
+    _COMMON["interceptor.classes"],
+    _key("max.poll.records", I, 500, at_least(1)),
+    _key("max.poll.interval.ms", I, 300000, at_least(1)),
+    _key("exclude.internal.topics", B, True),
+    _key("internal.leave.group.on.close", B, True),
+    _key("isolation.level", S, "read_uncommitted",
+         one_of("read_committed", "read_uncommitted", case_sensitive=False)),
+    _key("allow.auto.create.topics", B, True),
+    _COMMON["security.protocol"],
+    _COMMON["security.providers"],
 )
 
 
 def consumer_config(user: Mapping[str, Any] | None) -> dict[str, Any]:
     """Kafka's consumer defaults overlaid with `user`, parsed and validated; raises ConfigError."""
     user = dict(user or {})
-    out: dict[str, Any] = {}
-    for name, key in CONSUMER_CONFIG.items():
-        value = _user_value(key, user[name]) if name in user else key.default
-        if value is not None and key.validator is not None:
-            reason = key.validator(value)
-            if reason is not None:
-                raise _invalid(key, user.get(name, value), reason)
-        out[name] = value
-    for name in user:
-        if name not in CONSUMER_CONFIG:
-            out[name] = user[name]
-            log.warning("The configuration '%s' was supplied but isn't a known config.", name)
+    out = _parse(CONSUMER_CONFIG, user)
     if out["security.protocol"].upper() != "PLAINTEXT":
         raise UnsupportedFeatureError(f"security.protocol={out['security.protocol']} is not supported yet: "
                                       "this client speaks PLAINTEXT only.")

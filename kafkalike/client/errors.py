@@ -8,6 +8,7 @@ decides on its own (time-outs, sizes, configuration, serialization) has its own 
 """
 from __future__ import annotations
 
+from kafkalike.common import config_def
 from kafkalike.protocol.errors import ErrorCode, default_message, java_exception_name
 
 _ERRORS = "org.apache.kafka.common.errors."
@@ -51,10 +52,8 @@ class IllegalStateError(KafkaError):
     java_name = "java.lang.IllegalStateException"
 
 
-class ConfigError(KafkaError, ValueError):
+class ConfigError(config_def.ConfigError, KafkaError):
     """A configuration value that is missing, malformed or out of range; names the key."""
-
-    java_name = "org.apache.kafka.common.config.ConfigException"
 
 
 class UnsupportedFeatureError(KafkaError):

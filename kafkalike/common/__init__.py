@@ -7,6 +7,8 @@ sideways or up:
 - `topics`: Kafka's rules for topic names and the internal topics (Java's `Topic`);
 - `resources`: the resource types, config sources and synonyms the config APIs speak in;
 - `versions`: the inter-broker protocol / message format versions Kafka 2.8 knows;
+- `config_def`: the one ConfigDef engine (types, parsing, validators, keys, ConfigError)
+  the broker's, the topics' and the clients' config tables are declared on;
 - `assignment`: replica assignment for new topics and partitions (Kafka's AdminUtils);
 - `framing` and `outbound`: Kafka's size-prefixed framing on Twisted, and the
   connection a broker or the controller opens to another broker.

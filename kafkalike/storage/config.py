@@ -2,8 +2,9 @@
 
 Topic configs arrive as strings (from ZooKeeper's /config/topics JSON, from
 kafka-configs.sh, from CreateTopics), so parsing and validation live with the
-definitions. Error messages follow Kafka's ConfigException wording and always name the
-offending key, since that is what an operator has to fix.
+definitions, on the ConfigDef engine all config tables share
+(kafkalike.common.config_def). Error messages follow Kafka's ConfigException wording and
+always name the offending key, since that is what an operator has to fix.
 
 The broker builds its defaults from server.properties with `log_config_from_broker`,
 which applies Kafka's precedence rules (log.retention.ms over .minutes over .hours, ...).
@@ -14,13 +15,32 @@ import dataclasses
 import random
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-from kafkalike.common.versions import API_VERSIONS, LATEST_API_VERSION, SHORT_API_VERSIONS
+from kafkalike.common.config_def import (
+    INT_MAX,
+    LONG_MAX,
+    ConfigKey,
+    ConfigType,
+    Validator,
+    api_version,
+    at_least,
+    between,
+    each_one_of,
+    errors_as,
+    invalid,
+    one_of,
+    parse_value,
+)
+from kafkalike.common.versions import LATEST_API_VERSION
 from kafkalike.storage.errors import ConfigError
 
-LONG_MAX = 2**63 - 1
-INT_MAX = 2**31 - 1
+__all__ = [
+    "BROKER_SYNONYMS", "COMPACT", "COMPRESSION_TYPES", "CONFIG_KEYS", "CREATE_TIME", "DELETE", "INT_MAX",
+    "KEYS_BY_NAME", "LATEST_MESSAGE_FORMAT_VERSION", "LOG_APPEND_TIME", "LONG_MAX", "MIN_SEGMENT_BYTES",
+    "ConfigKey", "LogConfig", "log_config_from_broker",
+]
+
 # LegacyRecord.RECORD_OVERHEAD_V0: the smallest segment.bytes Kafka accepts.
 MIN_SEGMENT_BYTES = 14
 
@@ -35,196 +55,52 @@ LATEST_MESSAGE_FORMAT_VERSION = LATEST_API_VERSION
 _THROTTLED_REPLICA = re.compile(r"^\s*\d+\s*:\s*\d+\s*$")
 
 
-def _invalid(key: str, value: Any, message: str | None = None) -> ConfigError:
-    text = f"Invalid value {value} for configuration {key}"
-    return ConfigError(text + (f": {message}" if message else ""))
-
-
-# ---------------------------------------------------------------- type parsers
-
-def _parse_int(key: str, value: Any, bits: int, type_name: str) -> int:
-    if isinstance(value, bool):
-        raise _invalid(key, value, f"Expected value to be a {bits}-bit integer, but it was a Boolean")
-    if isinstance(value, int):
-        parsed = value
-    elif isinstance(value, str):
-        try:
-            parsed = int(value.strip())
-        except ValueError:
-            raise _invalid(key, value, f"Not a number of type {type_name}") from None
-    else:
-        raise _invalid(key, value, f"Expected value to be a {bits}-bit integer, but it was a "
-                       f"{type(value).__name__}")
-    limit = 2 ** (bits - 1)
-    if not -limit <= parsed < limit:
-        raise _invalid(key, value, f"Not a number of type {type_name}")
-    return parsed
-
-
-def _parse_double(key: str, value: Any) -> float:
-    if isinstance(value, bool):
-        raise _invalid(key, value, "Expected value to be a double, but it was a Boolean")
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            raise _invalid(key, value, "Not a number of type DOUBLE") from None
-    raise _invalid(key, value, f"Expected value to be a double, but it was a {type(value).__name__}")
-
-
-def _parse_boolean(key: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text in ("true", "false"):
-            return text == "true"
-        raise _invalid(key, value, "Expected value to be either true or false")
-    raise _invalid(key, value, "Expected value to be either true or false")
-
-
-def _parse_string(key: str, value: Any) -> str:
-    if isinstance(value, str):
-        return value.strip()
-    raise _invalid(key, value, f"Expected value to be a string, but it was a {type(value).__name__}")
-
-
-def _parse_list(key: str, value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        text = value.strip()
-        return tuple(part.strip() for part in text.split(",")) if text else ()
-    if isinstance(value, (list, tuple)):
-        return tuple(_parse_string(key, item) for item in value)
-    raise _invalid(key, value, "Expected a comma separated list.")
-
-
-_PARSERS: dict[str, Callable[[str, Any], Any]] = {
-    "int": lambda k, v: _parse_int(k, v, 32, "INT"),
-    "long": lambda k, v: _parse_int(k, v, 64, "LONG"),
-    "double": _parse_double,
-    "boolean": _parse_boolean,
-    "string": _parse_string,
-    "list": _parse_list,
-}
-
-
-# ---------------------------------------------------------------- validators
-# Each returns None when fine, or the message for ConfigException.
-
-def _at_least(minimum: int) -> Callable[[Any], str | None]:
-    return lambda v: None if v >= minimum else f"Value must be at least {minimum}"
-
-
-def _between(low: float, high: float) -> Callable[[Any], str | None]:
-    def check(v: float) -> str | None:
-        if v < low:
-            return f"Value must be at least {low}"
-        if v > high:
-            return f"Value must be no more than {high}"
-        return None
-    return check
-
-
-def _one_of(*choices: str) -> Callable[[Any], str | None]:
-    return lambda v: None if v in choices else f"String must be one of: {', '.join(choices)}"
-
-
-def _list_of(*choices: str) -> Callable[[Any], str | None]:
-    def check(values: tuple[str, ...]) -> str | None:
-        for item in values:
-            if item not in choices:
-                return f"String must be one of: {', '.join(choices)}"
-        return None
-    return check
-
-
-def _message_format_version(value: str) -> str | None:
-    if value in API_VERSIONS or value in SHORT_API_VERSIONS:
-        return None
-    parts = value.split(".")
-    keep = 3 if parts[0] == "0" else 2
-    if ".".join(parts[:keep]) in SHORT_API_VERSIONS and all(p.isdigit() for p in parts):
-        return None  # "2.8.1" means format 2.8, as Kafka's ApiVersion.apply reads it
-    return f"Version `{value}` is not a valid version"
-
-
-def _throttled_replicas(values: tuple[str, ...]) -> str | None:
+def _throttled_replicas(name: str, values: tuple[str, ...]) -> None:
+    """ThrottledReplicaListValidator: '*' or partition:broker pairs."""
     if values == ("*",) or all(_THROTTLED_REPLICA.match(v) for v in values):
-        return None
-    return ("must be the literal '*' or a list of replicas in the following format: "
-            "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
+        return
+    raise invalid(name, values, "must be the literal '*' or a list of replicas in the following format: "
+                  "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
 
 
-@dataclass(frozen=True, slots=True)
-class ConfigKey:
-    name: str
-    attr: str
-    type: str
-    default: Any
-    validator: Callable[[Any], str | None] | None
-    server_key: str
+def _key(name: str, ctype: ConfigType, default: Any, validator: Validator | None, server_key: str) -> ConfigKey:
+    return ConfigKey(name, ctype, default, validator=validator, synonym=server_key)
 
-    def parse(self, value: Any, reported_name: str | None = None) -> Any:
-        """Parse and validate one value; errors name `reported_name` (e.g. the broker key)."""
-        name = reported_name or self.name
-        parsed = _PARSERS[self.type](name, value)
-        if self.validator is not None:
-            problem = self.validator(parsed)
-            if problem:
-                raise _invalid(name, value, problem)
-        return parsed
 
+I, L, D, B, S, LS = (ConfigType.INT, ConfigType.LONG, ConfigType.DOUBLE, ConfigType.BOOLEAN,
+                     ConfigType.STRING, ConfigType.LIST)
 
 CONFIG_KEYS: tuple[ConfigKey, ...] = (
-    ConfigKey("segment.bytes", "segment_bytes", "int", 1024 * 1024 * 1024,
-              _at_least(MIN_SEGMENT_BYTES), "log.segment.bytes"),
-    ConfigKey("segment.ms", "segment_ms", "long", 7 * 24 * 3600 * 1000, _at_least(1), "log.roll.ms"),
-    ConfigKey("segment.jitter.ms", "segment_jitter_ms", "long", 0, _at_least(0), "log.roll.jitter.ms"),
-    ConfigKey("segment.index.bytes", "segment_index_bytes", "int", 10 * 1024 * 1024, _at_least(0),
-              "log.index.size.max.bytes"),
-    ConfigKey("flush.messages", "flush_messages", "long", LONG_MAX, _at_least(0),
-              "log.flush.interval.messages"),
-    ConfigKey("flush.ms", "flush_ms", "long", LONG_MAX, _at_least(0), "log.flush.interval.ms"),
-    ConfigKey("retention.bytes", "retention_bytes", "long", -1, None, "log.retention.bytes"),
-    ConfigKey("retention.ms", "retention_ms", "long", 7 * 24 * 3600 * 1000, _at_least(-1),
-              "log.retention.ms"),
-    ConfigKey("max.message.bytes", "max_message_bytes", "int", 1024 * 1024 + 12, _at_least(0),
-              "message.max.bytes"),
-    ConfigKey("index.interval.bytes", "index_interval_bytes", "int", 4096, _at_least(0),
-              "log.index.interval.bytes"),
-    ConfigKey("delete.retention.ms", "delete_retention_ms", "long", 24 * 3600 * 1000, _at_least(0),
-              "log.cleaner.delete.retention.ms"),
-    ConfigKey("min.compaction.lag.ms", "min_compaction_lag_ms", "long", 0, _at_least(0),
-              "log.cleaner.min.compaction.lag.ms"),
-    ConfigKey("max.compaction.lag.ms", "max_compaction_lag_ms", "long", LONG_MAX, _at_least(1),
-              "log.cleaner.max.compaction.lag.ms"),
-    ConfigKey("file.delete.delay.ms", "file_delete_delay_ms", "long", 60000, _at_least(0),
-              "log.segment.delete.delay.ms"),
-    ConfigKey("min.cleanable.dirty.ratio", "min_cleanable_dirty_ratio", "double", 0.5,
-              _between(0, 1), "log.cleaner.min.cleanable.ratio"),
-    ConfigKey("cleanup.policy", "cleanup_policy", "list", (DELETE,), _list_of(COMPACT, DELETE),
-              "log.cleanup.policy"),
-    ConfigKey("unclean.leader.election.enable", "unclean_leader_election_enable", "boolean", False,
-              None, "unclean.leader.election.enable"),
-    ConfigKey("min.insync.replicas", "min_insync_replicas", "int", 1, _at_least(1),
-              "min.insync.replicas"),
-    ConfigKey("compression.type", "compression_type", "string", "producer",
-              _one_of(*COMPRESSION_TYPES), "compression.type"),
-    ConfigKey("preallocate", "preallocate", "boolean", False, None, "log.preallocate"),
-    ConfigKey("message.format.version", "message_format_version", "string",
-              LATEST_MESSAGE_FORMAT_VERSION, _message_format_version, "log.message.format.version"),
-    ConfigKey("message.timestamp.type", "message_timestamp_type", "string", CREATE_TIME,
-              _one_of(CREATE_TIME, LOG_APPEND_TIME), "log.message.timestamp.type"),
-    ConfigKey("message.timestamp.difference.max.ms", "message_timestamp_difference_max_ms", "long",
-              LONG_MAX, _at_least(0), "log.message.timestamp.difference.max.ms"),
-    ConfigKey("leader.replication.throttled.replicas", "leader_replication_throttled_replicas",
-              "list", (), _throttled_replicas, "leader.replication.throttled.replicas"),
-    ConfigKey("follower.replication.throttled.replicas", "follower_replication_throttled_replicas",
-              "list", (), _throttled_replicas, "follower.replication.throttled.replicas"),
-    ConfigKey("message.downconversion.enable", "message_downconversion_enable", "boolean", True,
-              None, "log.message.downconversion.enable"),
+    _key("segment.bytes", I, 1024 * 1024 * 1024, at_least(MIN_SEGMENT_BYTES), "log.segment.bytes"),
+    _key("segment.ms", L, 7 * 24 * 3600 * 1000, at_least(1), "log.roll.ms"),
+    _key("segment.jitter.ms", L, 0, at_least(0), "log.roll.jitter.ms"),
+    _key("segment.index.bytes", I, 10 * 1024 * 1024, at_least(0), "log.index.size.max.bytes"),
+    _key("flush.messages", L, LONG_MAX, at_least(0), "log.flush.interval.messages"),
+    _key("flush.ms", L, LONG_MAX, at_least(0), "log.flush.interval.ms"),
+    _key("retention.bytes", L, -1, None, "log.retention.bytes"),
+    _key("retention.ms", L, 7 * 24 * 3600 * 1000, at_least(-1), "log.retention.ms"),
+    _key("max.message.bytes", I, 1024 * 1024 + 12, at_least(0), "message.max.bytes"),
+    _key("index.interval.bytes", I, 4096, at_least(0), "log.index.interval.bytes"),
+    _key("delete.retention.ms", L, 24 * 3600 * 1000, at_least(0), "log.cleaner.delete.retention.ms"),
+    _key("min.compaction.lag.ms", L, 0, at_least(0), "log.cleaner.min.compaction.lag.ms"),
+    _key("max.compaction.lag.ms", L, LONG_MAX, at_least(1), "log.cleaner.max.compaction.lag.ms"),
+    _key("file.delete.delay.ms", L, 60000, at_least(0), "log.segment.delete.delay.ms"),
+    _key("min.cleanable.dirty.ratio", D, 0.5, between(0, 1), "log.cleaner.min.cleanable.ratio"),
+    _key("cleanup.policy", LS, (DELETE,), each_one_of(COMPACT, DELETE), "log.cleanup.policy"),
+    _key("unclean.leader.election.enable", B, False, None, "unclean.leader.election.enable"),
+    _key("min.insync.replicas", I, 1, at_least(1), "min.insync.replicas"),
+    _key("compression.type", S, "producer", one_of(*COMPRESSION_TYPES), "compression.type"),
+    _key("preallocate", B, False, None, "log.preallocate"),
+    _key("message.format.version", S, LATEST_MESSAGE_FORMAT_VERSION, api_version, "log.message.format.version"),
+    _key("message.timestamp.type", S, CREATE_TIME, one_of(CREATE_TIME, LOG_APPEND_TIME),
+         "log.message.timestamp.type"),
+    _key("message.timestamp.difference.max.ms", L, LONG_MAX, at_least(0),
+         "log.message.timestamp.difference.max.ms"),
+    _key("leader.replication.throttled.replicas", LS, (), _throttled_replicas,
+         "leader.replication.throttled.replicas"),
+    _key("follower.replication.throttled.replicas", LS, (), _throttled_replicas,
+         "follower.replication.throttled.replicas"),
+    _key("message.downconversion.enable", B, True, None, "log.message.downconversion.enable"),
 )
 KEYS_BY_NAME: dict[str, ConfigKey] = {k.name: k for k in CONFIG_KEYS}
 
@@ -278,7 +154,8 @@ class LogConfig:
                 if strict:
                     raise ConfigError(f"Unknown topic config name: {name}")
                 continue
-            changes[key.attr] = key.parse(value)
+            with errors_as(ConfigError):
+                changes[key.attr] = key.parse(value)
         merged = dataclasses.replace(base, **changes,
                                      overridden=base.overridden | frozenset(
                                          n for n in props if n in KEYS_BY_NAME))
@@ -297,9 +174,9 @@ class LogConfig:
         out: dict[str, str] = {}
         for key in CONFIG_KEYS:
             value = getattr(self, key.attr)
-            if key.type == "boolean":
+            if key.type is ConfigType.BOOLEAN:
                 out[key.name] = "true" if value else "false"
-            elif key.type == "list":
+            elif key.type is ConfigType.LIST:
                 out[key.name] = ",".join(value)
             else:
                 out[key.name] = str(value)
@@ -338,6 +215,13 @@ def log_config_from_broker(props: Mapping[str, Any]) -> LogConfig:
     .minutes beats .hours (a negative result means -1, keep forever), and
     log.flush.interval.ms falls back to log.flush.scheduler.interval.ms.
     """
+    with errors_as(ConfigError):
+        config = LogConfig(**_broker_values(props))
+    config.validate_values()
+    return config
+
+
+def _broker_values(props: Mapping[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {}
 
     def take(topic_key: str, value: Any, broker_key: str) -> None:
@@ -351,18 +235,18 @@ def log_config_from_broker(props: Mapping[str, Any]) -> LogConfig:
         if found:
             take(topic_key, found[1], ms_key)
         elif _first_present(props, hours_key):
-            hours = _parse_int(hours_key, props[hours_key], 32, "INT")
+            hours = parse_value(hours_key, ConfigType.INT, props[hours_key])
             take(topic_key, hours * 3600 * 1000, hours_key)
 
     found = _first_present(props, "log.retention.ms")
     if found:
-        retention = _parse_int("log.retention.ms", found[1], 64, "LONG")
+        retention = parse_value("log.retention.ms", ConfigType.LONG, found[1])
         reported = "log.retention.ms"
     elif _first_present(props, "log.retention.minutes"):
-        retention = _parse_int("log.retention.minutes", props["log.retention.minutes"], 32, "INT") * 60000
+        retention = parse_value("log.retention.minutes", ConfigType.INT, props["log.retention.minutes"]) * 60000
         reported = "log.retention.minutes"
     elif _first_present(props, "log.retention.hours"):
-        retention = _parse_int("log.retention.hours", props["log.retention.hours"], 32, "INT") * 3600000
+        retention = parse_value("log.retention.hours", ConfigType.INT, props["log.retention.hours"]) * 3600000
         reported = "log.retention.hours"
     else:
         retention = None
@@ -378,13 +262,11 @@ def log_config_from_broker(props: Mapping[str, Any]) -> LogConfig:
     for key in CONFIG_KEYS:
         if key.name in special:
             continue
-        found = _first_present(props, key.server_key)
+        found = _first_present(props, key.synonym)
         if found:
-            take(key.name, found[1], key.server_key)
-    config = LogConfig(**values)
-    config.validate_values()
-    return config
+            take(key.name, found[1], key.synonym)
+    return values
 
 
 # Topic key -> the broker key that supplies its default (Kafka's TopicConfigSynonyms).
-BROKER_SYNONYMS: dict[str, str] = {k.name: k.server_key for k in CONFIG_KEYS}
+BROKER_SYNONYMS: dict[str, str] = {k.name: k.synonym for k in CONFIG_KEYS}

@@ -6,6 +6,8 @@ keeps the broker's translation a one-liner and keeps the mapping next to the rea
 """
 from __future__ import annotations
 
+from kafkalike.common import config_def
+
 
 class StorageError(Exception):
     """Base of every storage failure; unknown ones answer UNKNOWN_SERVER_ERROR."""
@@ -92,7 +94,5 @@ class KafkaStorageError(StorageError):
     error_code = 56
 
 
-class ConfigError(StorageError, ValueError):
+class ConfigError(config_def.ConfigError, StorageError):
     """A topic or broker log config value of the wrong type or out of range (INVALID_CONFIG)."""
-
-    error_code = 40
