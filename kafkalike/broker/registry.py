@@ -67,7 +67,6 @@ class BrokerServices:
     controller: KafkaController
     producer_ids: ProducerIdManager
     epochs: BrokerEpochs
-    leadership: Any = None   # the server's LeaderAndIsr and StopReplica, until ReplicaManager takes them
 
 
 @dataclass

@@ -1,15 +1,18 @@
-"""The partitions this broker hosts, and the produce and fetch paths through them.
+"""The partitions this broker hosts, the produce and fetch paths through them, and the
+controller's orders that make and stop them (Kafka's ReplicaManager).
 
 Handlers translate wire messages into calls here; this module knows partitions, logs
 and delayed operations but not message classes, so the same paths serve Produce,
-Fetch, replica fetchers and (later) the group coordinator's writes.
+Fetch, replica fetchers and the group coordinator's writes. LeaderAndIsr's partition
+states are taken as the controller sent them (Partition reads their fields).
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from twisted.internet import defer
+from twisted.internet import defer, threads
 
 from kafkalike.broker.partition import Partition
 from kafkalike.broker.purgatory import DelayedOperation, Purgatory
@@ -18,10 +21,22 @@ from kafkalike.storage import errors as storage_errors
 from kafkalike.storage.producer_state import (InvalidProducerEpochError, OutOfOrderSequenceError,
                                                 UnknownProducerIdError)
 
+if TYPE_CHECKING:
+    from kafkalike.broker.alter_isr import AlterIsrManager
+    from kafkalike.broker.metadata_cache import MetadataCache
+    from kafkalike.broker.replica_fetcher import ReplicaFetcherManager
+    from kafkalike.broker.topic_configs import TopicConfigs
+    from kafkalike.storage.config import LogConfig
+    from kafkalike.storage.manager import LogManager
+    from kafkalike.zkdata import KafkaZkClient
+
 log = logging.getLogger("kafka.server.ReplicaManager")
 state_log = logging.getLogger("state.change.logger")
 
 TopicPartition = tuple[str, int]
+# (topic, partition, now leader?, leader epoch or None when the replica stopped): who
+# follows leadership of internal topics (the group coordinator) hears of every change.
+LeadershipListener = Callable[[str, int, bool, "int | None"], None]
 
 
 def error_for(exc: Exception) -> ErrorCode:
@@ -142,18 +157,34 @@ class DelayedFetch(DelayedOperation):
 
 
 class ReplicaManager:
-    def __init__(self, broker_id: int, log_manager, clock, topic_config, time_ms):
+    """The server hands in what the controller's orders need: topic configs and
+    ZooKeeper to read a new topic's overrides before its log is made, the fetcher
+    manager to follow leaders, the metadata cache to find a leader the request does
+    not name, and a listener for leadership changes. Tests of the produce and fetch
+    paths leave those out."""
+
+    def __init__(self, broker_id: int, log_manager: LogManager, clock, topic_config: Callable[[str], LogConfig],
+                 time_ms: Callable[[], int], *, topic_configs: TopicConfigs | None = None,
+                 zk: KafkaZkClient | None = None, fetchers: ReplicaFetcherManager | None = None,
+                 alter_isr: AlterIsrManager | None = None, metadata: MetadataCache | None = None,
+                 inter_broker_listener: str = "PLAINTEXT",
+                 on_leadership_change: LeadershipListener | None = None) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.clock = clock
         self.topic_config = topic_config    # topic -> LogConfig
         self.time_ms = time_ms
+        self.topic_configs = topic_configs
+        self.zk = zk
+        self.fetchers = fetchers
+        self.alter_isr = alter_isr
+        self.metadata = metadata
+        self.inter_broker_listener = inter_broker_listener
+        self.on_leadership_change = on_leadership_change
         self.partitions: dict[TopicPartition, Partition] = {}
         self.replica_lag_ms = 30000
         self.produce_purgatory = Purgatory("Produce", clock)
         self.fetch_purgatory = Purgatory("Fetch", clock)
-        self.controller_epoch = -1
-        self.alter_isr = None               # AlterIsrManager, set by the server
         self._negative_max_bytes_logged_ms = -60_000
 
     def min_insync(self, topic: str) -> int:
@@ -312,6 +343,98 @@ class ReplicaManager:
         if start >= end:
             return 0
         return part.log.size_between(start, end)
+
+    # -- the controller's orders: LeaderAndIsr and StopReplica ---------------------------
+
+    async def become_leader_or_follower(self, controller_id: int, controller_epoch: int,
+                                        topics: Sequence[tuple[str, Any, Sequence[Any]]],
+                                        live_leaders: dict[int, tuple[str, int]],
+                                        correlation_id: int = -1) -> dict[TopicPartition, ErrorCode]:
+        """Apply LeaderAndIsr's partition states, given per topic as (name, topic id,
+        states); answers the partitions that failed, with their error."""
+        configs = self.topic_configs
+        new_topics = sorted({t for t, _, _ in topics if not configs.loaded(t)})
+        if new_topics:
+            for topic, props in (await self.zk.get_topic_configs(new_topics)).items():
+                configs.set_overrides(topic, props)
+        # New replicas' log dirs and files are made on a thread, not the reactor (many at
+        # once when a topic is created); the controller's next request waits for this one.
+        new_logs = [((topic, s.partition_index), getattr(s, "is_new", False), configs.effective(topic))
+                    for topic, _, states in topics for s in states
+                    if self.broker_id in s.replicas and (topic, s.partition_index) not in self.partitions]
+        if new_logs:
+            await threads.deferToThread(self._create_logs, new_logs)
+        outcome: dict[TopicPartition, ErrorCode] = {}
+        now = self.time_ms()
+        for topic, _topic_id, states in topics:
+            for s in states:
+                tp = (topic, s.partition_index)
+                if self.broker_id not in s.replicas:
+                    outcome[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                try:
+                    part = self.get_or_create_partition(tp, getattr(s, "is_new", False))
+                    if s.leader == self.broker_id:
+                        ok = part.make_leader(s, now)
+                        role = "leader"
+                        if ok:
+                            self.fetchers.remove(tp)
+                    else:
+                        ok = part.make_follower(s)
+                        role = "follower"
+                        if ok:
+                            self._follow(tp, s, live_leaders)
+                    if not ok:
+                        outcome[tp] = ErrorCode.STALE_CONTROLLER_EPOCH
+                        continue
+                    if self.on_leadership_change is not None:
+                        self.on_leadership_change(topic, s.partition_index, role == "leader", s.leader_epoch)
+                    state_log.info("[Broker id=%d] Handled LeaderAndIsr request correlationId %d from "
+                                   "controller %d epoch %d: %s-%d is now %s with leader epoch %d, isr %s",
+                                   self.broker_id, correlation_id, controller_id, controller_epoch,
+                                   topic, s.partition_index, role, s.leader_epoch, list(s.isr))
+                    self.on_high_watermark_moved(tp)
+                except Exception:
+                    log.exception("Error handling LeaderAndIsr for %s-%d", *tp)
+                    outcome[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+        return outcome
+
+    def _create_logs(self, items: list[tuple[TopicPartition, bool, LogConfig]]) -> None:
+        """Runs on a thread. A failure is left for the reactor's own attempt to report."""
+        for tp, is_new, config in items:
+            try:
+                self.log_manager.get_or_create_log(tp, config, is_new=is_new)
+            except Exception:
+                log.debug("Creating the log of %s-%d failed on the first attempt", *tp, exc_info=True)
+
+    def _follow(self, tp: TopicPartition, state, leaders: dict[int, tuple[str, int]]) -> None:
+        """Fetch from the new leader, found in the request's live leaders or our metadata."""
+        self.fetchers.remove(tp)
+        address = leaders.get(state.leader)
+        if address is None:
+            info = self.metadata.brokers.get(state.leader)
+            ep = info.endpoint(self.inter_broker_listener) if info else None
+            address = (ep.host, ep.port) if ep else None
+        if address is None or state.leader < 0:
+            state_log.info("[Broker id=%d] No live leader for %s-%d; not fetching", self.broker_id, *tp)
+            return
+        self.fetchers.add(tp, state.leader, address[0], address[1], state.leader_epoch)
+
+    def stop_replicas(self, items: Sequence[tuple[str, int, bool]]) -> dict[TopicPartition, ErrorCode]:
+        """StopReplica's (topic, partition, delete) items; answers the ones that failed."""
+        errors: dict[TopicPartition, ErrorCode] = {}
+        for topic, partition, delete in items:
+            self.fetchers.remove((topic, partition))
+            try:
+                self.remove_partition((topic, partition), delete)
+                if self.on_leadership_change is not None:
+                    self.on_leadership_change(topic, partition, False, None)
+                if delete and not any(t == topic for t, _ in self.partitions):
+                    self.topic_configs.set_overrides(topic, None)
+            except Exception:
+                log.exception("Error stopping replica %s-%d", topic, partition)
+                errors[(topic, partition)] = ErrorCode.KAFKA_STORAGE_ERROR
+        return errors
 
     # -- lifecycle ----------------------------------------------------------------------
 

@@ -35,7 +35,6 @@ from kafkalike.zkdata import BrokerRegistration, EndPoint, KafkaZkClient
 from kafkalike.zkdata.events import NewSession, SessionExpired
 
 log = logging.getLogger("kafka.server.KafkaServer")
-state_log = logging.getLogger("state.change.logger")
 
 
 class StartupError(Exception):
@@ -111,11 +110,15 @@ class KafkaServer:
             "Logs loading complete in %d ms.", (time.monotonic() - loading_started) * 1000)
         if self.log_manager.cleaner is not None:
             self.log_manager.cleaner.start()   # its own thread: compaction never blocks the reactor
-        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.reactor,
-                                              self.topic_configs.effective, self.time_ms)
-        self.replica_manager.replica_lag_ms = cfg.get("replica.lag.time.max.ms")
-        self.alter_isr = self.replica_manager.alter_isr = AlterIsrManager(self)
+        # The fetchers and the AlterIsr sender reach the replica manager only once running.
         self.fetchers = ReplicaFetcherManager(self)
+        self.alter_isr = AlterIsrManager(self)
+        self.replica_manager = ReplicaManager(
+            self.broker_id, self.log_manager, self.reactor, self.topic_configs.effective, self.time_ms,
+            topic_configs=self.topic_configs, zk=self.zk, fetchers=self.fetchers, alter_isr=self.alter_isr,
+            metadata=self.metadata_cache, inter_broker_listener=cfg.inter_broker_listener_name,
+            on_leadership_change=self._on_leadership_change)
+        self.replica_manager.replica_lag_ms = cfg.get("replica.lag.time.max.ms")
         self.group_coordinator = GroupCoordinator.for_server(self)
         self.group_coordinator.startup()
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk)
@@ -136,8 +139,7 @@ class KafkaServer:
             broker_id=self.broker_id, cluster_id=self.cluster_id, config=cfg, zk=self.zk,
             metadata=self.metadata_cache, replicas=self.replica_manager, logs=self.log_manager,
             topic_configs=self.topic_configs, groups=self.group_coordinator, admin=self.admin,
-            controller=controller, producer_ids=self.producer_id_manager, epochs=self.epochs,
-            leadership=self)
+            controller=controller, producer_ids=self.producer_id_manager, epochs=self.epochs)
         load_handlers()
         await self._listen()
         self.zk.add_session_listener(self._on_session_event)
@@ -269,99 +271,17 @@ class KafkaServer:
         d.addCallback(apply)
         d.addErrback(lambda f: log.error("Reloading topic configs failed: %s", f.getErrorMessage()))
 
-    # -- controller requests ------------------------------------------------------------
+    # -- wiring -------------------------------------------------------------------------
 
-    def become_leader_or_follower(self, request, groups, correlation_id: int = -1) -> defer.Deferred:
-        return defer.ensureDeferred(self._become(request, groups, correlation_id))
-
-    async def _become(self, request, groups, correlation_id: int) -> dict:
-        rm = self.replica_manager
-        new_topics = sorted({t for t, _, _ in groups if not self.topic_configs.loaded(t)})
-        if new_topics:
-            for topic, props in (await self.zk.get_topic_configs(new_topics)).items():
-                self.topic_configs.set_overrides(topic, props)
-        # New replicas' log dirs and files are made on a thread, not the reactor (many at
-        # once when a topic is created); the controller's next request waits for this one.
-        new_logs = [((topic, s.partition_index), getattr(s, "is_new", False), self.topic_configs.effective(topic))
-                    for topic, _, states in groups for s in states
-                    if self.broker_id in s.replicas and (topic, s.partition_index) not in rm.partitions]
-        if new_logs:
-            await threads.deferToThread(self._create_logs, new_logs)
-        outcome: dict = {}
-        now = self.time_ms()
-        leaders = {b.broker_id: (b.host_name, b.port) for b in request.live_leaders}
-        for topic, _topic_id, states in groups:
-            for s in states:
-                tp = (topic, s.partition_index)
-                if self.broker_id not in s.replicas:
-                    outcome[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    continue
-                try:
-                    part = rm.get_or_create_partition(tp, getattr(s, "is_new", False))
-                    if s.leader == self.broker_id:
-                        ok = part.make_leader(s, now)
-                        role = "leader"
-                        if ok:
-                            self.fetchers.remove(tp)
-                    else:
-                        ok = part.make_follower(s)
-                        role = "follower"
-                        if ok:
-                            self._follow(tp, s, leaders)
-                    if not ok:
-                        outcome[tp] = ErrorCode.STALE_CONTROLLER_EPOCH
-                        continue
-                    if topic == OFFSETS_TOPIC:
-                        # The group coordinator follows leadership of __consumer_offsets.
-                        if role == "leader":
-                            self.group_coordinator.on_elected(s.partition_index, s.leader_epoch)
-                        else:
-                            self.group_coordinator.on_resigned(s.partition_index, s.leader_epoch)
-                    state_log.info("[Broker id=%d] Handled LeaderAndIsr request correlationId %d from "
-                                   "controller %d epoch %d: %s-%d is now %s with leader epoch %d, isr %s",
-                                   self.broker_id, correlation_id, request.controller_id, request.controller_epoch,
-                                   topic, s.partition_index, role, s.leader_epoch, list(s.isr))
-                    rm.on_high_watermark_moved(tp)
-                except Exception:
-                    log.exception("Error handling LeaderAndIsr for %s-%d", *tp)
-                    outcome[tp] = ErrorCode.KAFKA_STORAGE_ERROR
-        return outcome
-
-    def _create_logs(self, items) -> None:
-        """Runs on a thread. A failure is left for the reactor's own attempt to report."""
-        for tp, is_new, config in items:
-            try:
-                self.log_manager.get_or_create_log(tp, config, is_new=is_new)
-            except Exception:
-                log.debug("Creating the log of %s-%d failed on the first attempt", *tp, exc_info=True)
-
-    def _follow(self, tp, state, leaders: dict) -> None:
-        """Fetch from the new leader, found in the request's live leaders or our metadata."""
-        self.fetchers.remove(tp)
-        address = leaders.get(state.leader)
-        if address is None:
-            info = self.metadata_cache.brokers.get(state.leader)
-            ep = info.endpoint(self.config.inter_broker_listener_name) if info else None
-            address = (ep.host, ep.port) if ep else None
-        if address is None or state.leader < 0:
-            state_log.info("[Broker id=%d] No live leader for %s-%d; not fetching", self.broker_id, *tp)
+    def _on_leadership_change(self, topic: str, partition: int, leader: bool, leader_epoch: int | None) -> None:
+        """Kafka's KafkaApis.onLeadershipChange: the group coordinator follows leadership
+        of __consumer_offsets (loads a partition's groups as leader, drops them otherwise)."""
+        if topic != OFFSETS_TOPIC:
             return
-        self.fetchers.add(tp, state.leader, address[0], address[1], state.leader_epoch)
-
-    def stop_replicas(self, items) -> dict:
-        errors = {}
-        for topic, partition, delete in items:
-            self.fetchers.remove((topic, partition))
-            try:
-                self.replica_manager.remove_partition((topic, partition), delete)
-                if topic == OFFSETS_TOPIC:
-                    self.group_coordinator.on_resigned(partition)
-                if delete and not any(t == topic for t, _ in self.replica_manager.partitions):
-                    self.topic_configs.set_overrides(topic, None)
-            except Exception:
-                log.exception("Error stopping replica %s-%d", topic, partition)
-                errors[(topic, partition)] = ErrorCode.KAFKA_STORAGE_ERROR
-        return errors
+        if leader:
+            self.group_coordinator.on_elected(partition, leader_epoch)
+        else:
+            self.group_coordinator.on_resigned(partition, leader_epoch)
 
     async def _controlled_shutdown(self) -> None:
         """Ask the controller to move our leaderships away first (Kafka's controlled

@@ -42,7 +42,9 @@ async def _leader_and_isr(ctx: RequestContext, request: LeaderAndIsrRequest) -> 
         groups = [(t.topic_name, getattr(t, "topic_id", None), t.partition_states) for t in request.topic_states]
     else:
         groups = [(p.topic_name, None, [p]) for p in request.ungrouped_partition_states]
-    outcome = await ctx.services.leadership.become_leader_or_follower(request, groups, ctx.correlation_id)
+    leaders = {b.broker_id: (b.host_name, b.port) for b in request.live_leaders}
+    outcome = await ctx.replicas.become_leader_or_follower(request.controller_id, request.controller_epoch,
+                                                           groups, leaders, ctx.correlation_id)
     results = []
     for topic, topic_id, states in groups:
         for s in states:
@@ -73,7 +75,7 @@ def handle_stop_replica(ctx: RequestContext, request: StopReplicaRequest) -> Sto
     else:
         items = [(p.topic_name, p.partition_index, request.delete_partitions)
                  for p in request.ungrouped_partitions]
-    errors = ctx.services.leadership.stop_replicas(items)
+    errors = ctx.replicas.stop_replicas(items)
     return StopReplicaResponse(error_code=0, partition_errors=[
         StopReplicaResponse.StopReplicaPartitionError(topic_name=t, partition_index=p,
                                                       error_code=int(errors.get((t, p), ErrorCode.NONE)))
