@@ -7,6 +7,7 @@ and `spark_standalone` fixtures) is held to the same rule.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import uuid
@@ -168,8 +169,26 @@ def _spark_failure(what: str, exc: Exception) -> str:
     return message if "setup.sh" in message else f"{message}\n{SPARK_INSTALL_HINT}"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def spark_scratch() -> Iterator[Path]:
+    """Spark's scratch space for the run (SPARK_LOCAL_DIRS, inherited by every Spark job a
+    test starts), removed at the end: Spark's JVMs leave spark-*, blockmgr-* and
+    artifacts-* directories behind in /tmp when they are killed rather than stopped."""
+    path = scratch_dir("spark-local")
+    before = os.environ.get("SPARK_LOCAL_DIRS")
+    os.environ["SPARK_LOCAL_DIRS"] = str(path)
+    try:
+        yield path
+    finally:
+        if before is None:
+            os.environ.pop("SPARK_LOCAL_DIRS", None)
+        else:
+            os.environ["SPARK_LOCAL_DIRS"] = before
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
-def spark():
+def spark(spark_scratch: Path):
     """One local[2] SparkSession for the whole run (a JVM holds one); stopped at the end.
 
     Tests that register Python data sources share it: use names of their own.
@@ -177,7 +196,8 @@ def spark():
     failure = None
     try:
         from kafkalike.lab.spark import local_session
-        session = local_session("local[2]", app_name="kafkalike-tests")
+        session = local_session("local[2]", app_name="kafkalike-tests",
+                                extra_conf={"spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={spark_scratch}"})
     except Exception as exc:  # no pyspark, no Java, or the JVM would not start
         failure = _spark_failure("a local SparkSession", exc)
     if failure:
