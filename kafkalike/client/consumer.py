@@ -14,7 +14,7 @@ another thread may make, and makes the blocking call in progress (or the next on
 raise WakeupError.
 
 All network work happens inside the user's calls (poll, position, offsets lookups):
-ConsumerNetworkClient queues requests, and whoever polls sends them.
+ConsumerNetworkClient (consumer_network.py) queues requests, and whoever polls sends them.
 """
 from __future__ import annotations
 
@@ -24,12 +24,12 @@ import logging
 import re
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from kafkalike.client.assignors import resolve_assignors
 from kafkalike.client.config import consumer_config
+from kafkalike.client.consumer_network import ConsumerNetworkClient, RequestFuture
 from kafkalike.client.coordinator import ConsumerCoordinator, ConsumerRebalanceListener, OffsetAndMetadata
 from kafkalike.client.connection import parse_bootstrap_servers
 from kafkalike.client.deserializers import resolve_deserializer
@@ -39,9 +39,6 @@ from kafkalike.client.errors import (
     IllegalStateError,
     InvalidGroupIdError,
     KafkaTimeoutError,
-    NetworkError,
-    UnsupportedFeatureError,
-    WakeupError,
 )
 from kafkalike.client.fetcher import (
     EARLIEST_TIMESTAMP,
@@ -52,181 +49,10 @@ from kafkalike.client.fetcher import (
 )
 from kafkalike.client.metadata import Metadata, PartitionInfo, TopicPartition
 from kafkalike.client.network import NetworkClient
-from kafkalike.protocol.errors import ErrorCode
-from kafkalike.protocol.messages.metadata import MetadataRequest
-from kafkalike.protocol.schema import MessageData
 
 log = logging.getLogger("kafkalike.client.consumer")
 
 _client_ids = itertools.count(1)
-_MAX_BLOCK = 0.5  # seconds one network poll may wait before the loop looks around again
-_COORDINATOR_ID_BASE = 2**31 - 1  # Java: Integer.MAX_VALUE - coordinator id
-
-
-class RequestFuture:
-    """The answer to one request: `value` or `exception` once `done`."""
-
-    __slots__ = ("done", "value", "exception", "_callbacks")
-
-    def __init__(self) -> None:
-        self.done = False
-        self.value: Any = None
-        self.exception: Exception | None = None
-        self._callbacks: list[Callable[[Any, Exception | None], None]] = []
-
-    def complete(self, value: Any, exception: Exception | None) -> None:
-        if self.done:
-            return
-        self.done, self.value, self.exception = True, value, exception
-        for callback in self._callbacks:
-            callback(value, exception)
-        self._callbacks.clear()
-
-    def add_callback(self, callback: Callable[[Any, Exception | None], None]) -> "RequestFuture":
-        if self.done:
-            callback(self.value, self.exception)
-        else:
-            self._callbacks.append(callback)
-        return self
-
-
-class ConsumerNetworkClient:
-    """NetworkClient plus a queue of unsent requests, metadata refreshes and wakeups.
-
-    send() may be called from any thread (the heartbeat thread will); poll() runs under a
-    lock, so one thread at a time does network work.
-    """
-
-    def __init__(self, client: NetworkClient, metadata: Metadata, *, allow_auto_create: bool = True,
-                 log_prefix: str = "") -> None:
-        self.client = client
-        self.metadata = metadata
-        self.allow_auto_create = allow_auto_create
-        self.log_prefix = log_prefix
-        self.lock = threading.RLock()
-        self._unsent: deque[tuple[int, MessageData, RequestFuture, float]] = deque()
-        self._metadata_in_flight = False
-        self._wakeup_requested = False
-        self.all_topics = False  # a pattern subscription needs every topic's metadata
-
-    @property
-    def cluster(self):
-        return self.metadata.cluster
-
-    def send(self, node_id: int, request: MessageData) -> RequestFuture:
-        future = RequestFuture()
-        self._unsent.append((node_id, request, future, time.monotonic() + self.client.request_timeout))
-        self.client.wakeup()
-        return future
-
-    def coordinator_connection(self, node_id: int) -> int:
-        """The id under which requests reach the group coordinator `node_id` on a connection of their own."""
-        alias = _COORDINATOR_ID_BASE - node_id
-        self.client.add_alias(alias, node_id)
-        return alias
-
-    def wakeup(self) -> None:
-        self._wakeup_requested = True
-        self.client.wakeup()
-
-    def poll(self, timeout: float, *, wakeable: bool = True) -> None:
-        """One round of network work, waiting at most `timeout` seconds for something to happen."""
-        with self.lock:
-            if wakeable:
-                self._maybe_raise_wakeup()
-            now = time.monotonic()
-            metadata_wait = self._maybe_update_metadata(now)
-            self._send_unsent(now)
-            self.client.poll(max(0.0, min(timeout, metadata_wait, _MAX_BLOCK)) if not self._unsent_ready() else 0)
-            self._send_unsent(time.monotonic())
-            if wakeable:
-                self._maybe_raise_wakeup()
-
-    def poll_until(self, done: Callable[[], bool], timeout: float) -> bool:
-        """Poll until `done()` or `timeout` seconds pass; returns done()."""
-        deadline = time.monotonic() + timeout
-        while not done():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return done()
-            self.poll(left)
-        return True
-
-    def _maybe_raise_wakeup(self) -> None:
-        if self._wakeup_requested:
-            self._wakeup_requested = False
-            raise WakeupError()
-
-    def _unsent_ready(self) -> bool:
-        return any(self.client.is_ready(node) for node, _, _, _ in list(self._unsent))
-
-    def _send_unsent(self, now: float) -> None:
-        client = self.client
-        waiting: deque = deque()
-        while self._unsent:
-            node, request, future, deadline = self._unsent.popleft()
-            if client.ready(node, now):
-                try:
-                    client.send(node, request, future.complete, now)
-                except (NetworkError, UnsupportedFeatureError) as error:
-                    future.complete(None, error)
-            elif not client.knows(node) or client.connection_delay(node, now) > 0 \
-                    and client.connection_delay(node, now) != float("inf"):
-                future.complete(None, NetworkError(f"Connection to node {node} is not available"))
-            elif now > deadline:
-                future.complete(None, KafkaTimeoutError(f"Request to node {node} timed out before it was sent"))
-            else:
-                waiting.append((node, request, future, deadline))
-        self._unsent.extendleft(reversed(waiting))
-
-    def _maybe_update_metadata(self, now: float) -> float:
-        if self._metadata_in_flight:
-            return self.client.request_timeout
-        wait = self.metadata.time_to_next_update(now)
-        if wait > 0:
-            return wait
-        node = self.client.least_loaded_node(now)
-        if node is None:
-            return self.client.reconnect_backoff
-        if not self.client.ready(node, now):
-            return self.client.reconnect_backoff if self.client.connection_delay(node, now) else _MAX_BLOCK
-        topics = self.metadata.topics(now)
-        version = self.client.version_for(node, MetadataRequest.API_KEY)
-        if version < 1 and not topics:
-            return _MAX_BLOCK
-        request = MetadataRequest(
-            topics=None if self.all_topics else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
-            allow_auto_topic_creation=self.allow_auto_create)
-        self._metadata_in_flight = True
-        self.metadata.attempted(now)
-        self.client.send(node, request, self._handle_metadata, now, version=version)
-        return self.client.request_timeout
-
-    def _handle_metadata(self, response, error: Exception | None) -> None:
-        self._metadata_in_flight = False
-        now = time.monotonic()
-        if error is not None or response is None:
-            self.metadata.failed(now)
-            return
-        errors = self.metadata.update(response, now)
-        if errors:
-            log.warning("%sError while fetching metadata: {%s}", self.log_prefix,
-                        ", ".join(f"{t}={c.name}" for t, c in errors.items()))
-            if any(c in (ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                   for c in errors.values()):
-                self.metadata.request_update()
-
-    def await_metadata(self, timeout: float) -> None:
-        version = self.metadata.request_update()
-        if not self.poll_until(lambda: self.metadata.version > version, timeout):
-            raise KafkaTimeoutError(f"Failed to update metadata after {int(timeout * 1000)} ms.")
-
-    def close(self) -> None:
-        with self.lock:
-            while self._unsent:
-                self._unsent.popleft()[2].complete(None, NetworkError("The consumer was closed"))
-            self.client.close()
-            self.metadata.close()
 
 
 @dataclass(frozen=True)

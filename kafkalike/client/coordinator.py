@@ -17,6 +17,10 @@ cooperative-sticky keeps its partitions through the rebalance, revokes only thos
 leader took away and then joins again so they can go to their new owner (KIP-429).
 A member with group.instance.id (static membership) does not leave the group on close,
 so a restart within session.timeout.ms gets its partitions back without a rebalance.
+
+Time is read only through the injectable `clock` (time.monotonic by default, as Java
+passes its Time around), so tests can walk the session, heartbeat, poll-interval,
+backoff and auto-commit timing on a fake clock through a fake network.
 """
 from __future__ import annotations
 
@@ -93,7 +97,13 @@ class ConsumerCoordinator:
                  session_timeout_ms: int, rebalance_timeout_ms: int, heartbeat_interval_ms: int,
                  enable_auto_commit: bool, auto_commit_interval_ms: int, retry_backoff_ms: int,
                  default_timeout_ms: int, exclude_internal_topics: bool = True, leave_on_close: bool = True,
-                 log_prefix: str = "") -> None:
+                 log_prefix: str = "", clock: Callable[[], float] = time.monotonic) -> None:
+        """`clock` (seconds, monotonic) times every decision this class makes: session and
+        poll timeouts, the heartbeat interval, join, commit and lookup deadlines, backoffs
+        and auto-commits. Tests pass a fake one to walk that timing without sleeping; in
+        use it must be the clock the network layer measures with (time.monotonic), since
+        the `now` handed to the network and the metadata comes from it too."""
+        self.clock = clock
         self.net = net
         self.subscriptions = subscriptions
         self.group_id = group_id
@@ -120,11 +130,11 @@ class ConsumerCoordinator:
         self.need_rejoin = False
         self.lost = False                   # the group dropped us: partitions are lost, not revoked
         self.stable = False
-        self.last_poll = time.monotonic()
-        self.last_heartbeat_ok = time.monotonic()
+        self.last_poll = self.clock()
+        self.last_heartbeat_ok = self.clock()
         self.next_heartbeat = 0.0
         self.heartbeat_in_flight = False
-        self.next_auto_commit = time.monotonic() + self.auto_commit_interval
+        self.next_auto_commit = self.clock() + self.auto_commit_interval
         self._completions: deque[Callable[[], None]] = deque()
         self._heartbeat: HeartbeatThread | None = None
         self._joining = False
@@ -151,7 +161,7 @@ class ConsumerCoordinator:
             if listener is not None:
                 self.listener = listener
             self.net.all_topics = pattern is not None
-            now = time.monotonic()
+            now = self.clock()
             for topic in self.topics:
                 self.net.metadata.add_topic(topic, now)
             if pattern is not None:
@@ -197,7 +207,7 @@ class ConsumerCoordinator:
 
     def poll(self, timeout: float) -> None:
         """Everything group related that is due: completions, rejoining (up to `timeout`), auto commit."""
-        self.last_poll = time.monotonic()
+        self.last_poll = self.clock()
         self._run_completions()
         if self._fenced is not None:
             raise self._fenced
@@ -206,8 +216,8 @@ class ConsumerCoordinator:
             self._check_assignment_snapshot()
             if self.need_rejoin or self.generation == NO_GENERATION or self.lost or self._joining:
                 self.ensure_active_group(timeout)
-        if self.auto_commit and time.monotonic() >= self.next_auto_commit:
-            self.next_auto_commit = time.monotonic() + self.auto_commit_interval
+        if self.auto_commit and self.clock() >= self.next_auto_commit:
+            self.next_auto_commit = self.clock() + self.auto_commit_interval
             if self.subscriptions.assignment:
                 self.commit_async(None, self._log_auto_commit)
 
@@ -230,13 +240,13 @@ class ConsumerCoordinator:
     # -- the coordinator -----------------------------------------------------------------------
 
     def ensure_coordinator(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
+        deadline = self.clock() + timeout
         while self.coordinator is None:
-            left = deadline - time.monotonic()
+            left = deadline - self.clock()
             if left <= 0:
                 raise KafkaTimeoutError(f"Timeout of {int(timeout * 1000)}ms expired before the group coordinator "
                                         "could be found")
-            node = self.net.client.least_loaded_node(time.monotonic())
+            node = self.net.client.least_loaded_node(self.clock())
             if node is None:
                 self.net.poll(min(left, self.retry_backoff))
                 continue
@@ -247,14 +257,14 @@ class ConsumerCoordinator:
             response = future.value
             if future.exception is None and response.error_code == ErrorCode.NONE:
                 if response.node_id not in self.net.cluster.nodes:
-                    self.net.await_metadata(max(0.0, deadline - time.monotonic()))
+                    self.net.await_metadata(max(0.0, deadline - self.clock()))
                 if response.node_id in self.net.cluster.nodes:
                     self.coordinator = self.net.coordinator_connection(response.node_id)
                     log.info("%sDiscovered group coordinator %s:%d (id: %d rack: null)", self.log_prefix,
                              response.host, response.port, self.coordinator)
-                    self.last_heartbeat_ok = time.monotonic()
+                    self.last_heartbeat_ok = self.clock()
                     return
-            self.net.poll(min(self.retry_backoff, max(0.0, deadline - time.monotonic())))
+            self.net.poll(min(self.retry_backoff, max(0.0, deadline - self.clock())))
 
     def coordinator_dead(self, why: str) -> None:
         if self.coordinator is not None:
@@ -285,7 +295,7 @@ class ConsumerCoordinator:
 
         The exchange continues across calls, so poll(0) never blocks on a rebalance that
         waits for other members (which may be polled by this very thread)."""
-        deadline = time.monotonic() + timeout
+        deadline = self.clock() + timeout
         if self._heartbeat is None:
             self._heartbeat = HeartbeatThread(self)
             self._heartbeat.start()
@@ -295,13 +305,13 @@ class ConsumerCoordinator:
         while True:
             if self._pending is None:
                 try:
-                    self.ensure_coordinator(max(0.0, deadline - time.monotonic()))
+                    self.ensure_coordinator(max(0.0, deadline - self.clock()))
                 except KafkaTimeoutError:
                     return False
                 self._pending = ("join", self._send_join())
             kind, future = self._pending
             if not future.done and not self.net.poll_until(lambda: future.done,
-                                                           max(0.0, deadline - time.monotonic())):
+                                                           max(0.0, deadline - self.clock())):
                 return False
             self._pending = None
             if future.exception is not None:
@@ -319,9 +329,9 @@ class ConsumerCoordinator:
                     self._joining = False
                     self._join_complete(assigned)
                     return True
-            if time.monotonic() >= deadline:
+            if self.clock() >= deadline:
                 return False
-            self.net.poll(min(self.retry_backoff, max(0.0, deadline - time.monotonic())))
+            self.net.poll(min(self.retry_backoff, max(0.0, deadline - self.clock())))
 
     def _prepare_join(self) -> None:
         """Before joining: report lost partitions, or (eager protocols) commit and revoke them all."""
@@ -408,7 +418,7 @@ class ConsumerCoordinator:
         assignor = self._assignor()
         members = {m.member_id: decode_subscription(m.metadata, m.group_instance_id) for m in response.members}
         topics = {t for s in members.values() for t in s.topics}
-        now = time.monotonic()
+        now = self.clock()
         missing = [t for t in topics if t not in self.net.cluster.topics]
         for topic in topics:
             self.net.metadata.add_topic(topic, now)
@@ -436,8 +446,8 @@ class ConsumerCoordinator:
             self.stable = True
             # A pattern that matched new topics while the join was out needs another round.
             self.need_rejoin = self.topics != self._join_topics
-            self.last_heartbeat_ok = time.monotonic()
-            self.next_heartbeat = time.monotonic() + self.heartbeat_interval
+            self.last_heartbeat_ok = self.clock()
+            self.next_heartbeat = self.clock() + self.heartbeat_interval
         if self._cooperative():
             revoked = owned - new
             self.subscriptions.assign([tp for tp in self.subscriptions.assignment if tp in new])
@@ -455,14 +465,14 @@ class ConsumerCoordinator:
 
     def committed(self, partitions: Iterable[TopicPartition], timeout: float) -> dict[TopicPartition, Any]:
         tps = list(partitions)
-        deadline = time.monotonic() + timeout
+        deadline = self.clock() + timeout
         by_topic: dict[str, list[int]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
         request = OffsetFetchRequest(group_id=self.group_id, require_stable=False, topics=[
             OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])
         while True:
-            left = deadline - time.monotonic()
+            left = deadline - self.clock()
             if left <= 0:
                 raise KafkaTimeoutError(f"Timeout of {int(timeout * 1000)}ms expired before the last committed "
                                         f"offset for partitions {sorted(map(str, tps))} could be determined.")
@@ -493,7 +503,7 @@ class ConsumerCoordinator:
                                if p.committed_offset >= 0 else None)
             if not retry:
                 return {tp: out.get(tp) for tp in tps}
-            self.net.poll(min(self.retry_backoff, max(0.0, deadline - time.monotonic())))
+            self.net.poll(min(self.retry_backoff, max(0.0, deadline - self.clock())))
 
     def refresh_committed_offsets(self, timeout: float) -> None:
         """Give partitions without a position their committed offset; the rest are left to the reset policy."""
@@ -588,10 +598,10 @@ class ConsumerCoordinator:
         refused = self._not_committable()
         if refused is not None:
             raise refused
-        deadline = time.monotonic() + timeout
+        deadline = self.clock() + timeout
         request = self._commit_request(offsets)
         while True:
-            left = deadline - time.monotonic()
+            left = deadline - self.clock()
             if left <= 0:
                 raise KafkaTimeoutError(f"Timeout of {int(timeout * 1000)}ms expired before successfully "
                                         f"committing offsets {offsets}")
@@ -606,7 +616,7 @@ class ConsumerCoordinator:
                 return
             if not error.retriable:
                 raise error
-            self.net.poll(min(self.retry_backoff, max(0.0, deadline - time.monotonic())))
+            self.net.poll(min(self.retry_backoff, max(0.0, deadline - self.clock())))
 
     def commit_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata] | None,
                      callback: Callable[[dict, Exception | None], None] | None) -> None:
@@ -682,10 +692,10 @@ class ConsumerCoordinator:
                 return
             code = _code(response.error_code)
             if code == ErrorCode.NONE:
-                self.last_heartbeat_ok = time.monotonic()
+                self.last_heartbeat_ok = self.clock()
             elif code == ErrorCode.REBALANCE_IN_PROGRESS:
                 log.info("%sAttempt to heartbeat failed since group is rebalancing", self.log_prefix)
-                self.last_heartbeat_ok = time.monotonic()
+                self.last_heartbeat_ok = self.clock()
                 self.need_rejoin = True
             elif code == ErrorCode.FENCED_INSTANCE_ID:
                 self._fence()
@@ -714,12 +724,12 @@ class ConsumerCoordinator:
             self._leave_future = future
 
     def close(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
+        deadline = self.clock() + timeout
         try:
             if self.auto_commit and self.subscriptions.assignment:
-                self._commit_quietly(max(0.0, deadline - time.monotonic()))
+                self._commit_quietly(max(0.0, deadline - self.clock()))
             # Commits sent with commit_async still count: wait for their answers (as Java does).
-            self.net.poll_until(lambda: self._async_commits == 0, max(0.0, deadline - time.monotonic()))
+            self.net.poll_until(lambda: self._async_commits == 0, max(0.0, deadline - self.clock()))
             if self.group_managed and self.generation != NO_GENERATION:
                 self._invoke("on_partitions_revoked", set(self.subscriptions.assignment))
             if self.leave_on_close:
@@ -727,7 +737,7 @@ class ConsumerCoordinator:
                 self.maybe_leave_group("the consumer is being closed")
                 future = self._leave_future
                 if future is not None:
-                    self.net.poll_until(lambda: future.done, max(0.0, min(5.0, deadline - time.monotonic())))
+                    self.net.poll_until(lambda: future.done, max(0.0, min(5.0, deadline - self.clock())))
         finally:
             with self.lock:
                 self._closed = True
@@ -745,17 +755,22 @@ class HeartbeatThread(threading.Thread):
         self._stop_event = threading.Event()
 
     def run(self) -> None:
-        net = self.coordinator.net
         while not self._stop_event.wait(0.05):
             try:
-                self.coordinator.heartbeat_tick(time.monotonic())
-                if net.lock.acquire(blocking=False):
-                    try:
-                        net.poll(0, wakeable=False)
-                    finally:
-                        net.lock.release()
+                self.tick()
             except Exception:  # the thread must outlive any one bad tick
                 log.exception("Heartbeat thread failed a tick")
+
+    def tick(self) -> None:
+        """One round of the thread's work, apart from the loop so tests can drive it on a fake clock."""
+        coordinator = self.coordinator
+        coordinator.heartbeat_tick(coordinator.clock())
+        net = coordinator.net
+        if net.lock.acquire(blocking=False):
+            try:
+                net.poll(0, wakeable=False)
+            finally:
+                net.lock.release()
 
     def stop(self) -> None:
         self._stop_event.set()

@@ -1,6 +1,7 @@
 """A selectors-based network client: one non-blocking connection per broker, many requests in flight.
 
-The producer's sender thread is its only user (it is not thread safe, except wakeup()).
+The producer's sender thread and the consumer's network client (consumer_network.py)
+drive it; it is not thread safe, except wakeup(), so each has one thread at a time in it.
 Each connection negotiates API versions first, the way librdkafka and our blocking
 BrokerConnection do (ApiVersions v3, falling back on UNSUPPORTED_VERSION), and is
 "ready" only after that and while fewer than max.in.flight.requests.per.connection
@@ -13,6 +14,9 @@ metadata refresh, and backs off before reconnecting (reconnect.backoff.ms doubli
 to reconnect.backoff.max.ms, with jitter, as Java does).
 
 Requests with acks=0 expect no answer: their callback runs once their bytes are written.
+
+MetadataUpdater is the one metadata refresh loop over a NetworkClient, shared by the
+producer and the consumer (Java's DefaultMetadataUpdater inside its NetworkClient).
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ from kafkalike.protocol.api import APIS, API_VERSIONS, decode_response
 from kafkalike.protocol.errors import ErrorCode, ProtocolDecodeError
 from kafkalike.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafkalike.protocol.messages.headers import RequestHeader
+from kafkalike.protocol.messages.metadata import MetadataRequest
 from kafkalike.protocol.schema import MessageData
 from kafkalike.protocol.types import Writer
 
@@ -47,6 +52,9 @@ _RECV_CHUNK = 256 * 1024
 ResponseCallback = Callable[["MessageData | None", "Exception | None"], None]
 
 CONNECTING, NEGOTIATING, READY = "connecting", "negotiating", "ready"
+# Seconds before a refresh that could not be sent yet is looked at again, when no
+# connection event or backoff will say sooner (a node still negotiating, a v0 broker).
+METADATA_RECHECK = 0.5
 
 
 class InFlight:
@@ -492,6 +500,78 @@ class NetworkClient:
         self._wake_w.close()
 
 
+class MetadataUpdater:
+    """Keeps a Metadata fresh through a NetworkClient's least loaded node.
+
+    The producer and the consumer used to carry a copy each; one updater keeps their
+    refresh rules (when, to whom, what to ask, how errors re-arm it) from drifting apart.
+    It runs on whichever thread drives the NetworkClient, so it needs no lock.
+    """
+
+    def __init__(self, client: NetworkClient, metadata: Metadata, *, allow_auto_create: bool = True,
+                 log_prefix: str = "", error_log: logging.Logger = log, log_correlation_id: bool = True) -> None:
+        """`error_log` and `log_correlation_id` pick the warning's logger and wording: the
+        producer's is Java's NetworkClient line, the consumer has always logged a shorter
+        one under its own logger, and users' log filters may rely on either."""
+        self.client = client
+        self.metadata = metadata
+        self.allow_auto_create = allow_auto_create
+        self.all_topics = False  # a pattern subscription needs every topic's metadata
+        self.log_prefix = log_prefix
+        self.error_log = error_log
+        self.log_correlation_id = log_correlation_id
+        self.in_flight = False
+
+    def maybe_update(self, now: float) -> float:
+        """Send a Metadata request if one is due and a node can take it.
+
+        Returns the seconds the caller may block before calling again, so a due refresh
+        is never held up by a long network poll."""
+        client = self.client
+        if self.in_flight:
+            return client.request_timeout
+        wait = self.metadata.time_to_next_update(now)
+        if wait > 0:
+            return wait
+        node = client.least_loaded_node(now)
+        if node is None:
+            return client.reconnect_backoff
+        if not client.ready(node, now):
+            return client.reconnect_backoff if client.connection_delay(node, now) else METADATA_RECHECK
+        topics = self.metadata.topics(now)
+        version = client.version_for(node, MetadataRequest.API_KEY)
+        if version < 1 and not topics:
+            return METADATA_RECHECK  # v0 cannot ask for "no topics"
+        request = MetadataRequest(
+            topics=None if self.all_topics else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+            allow_auto_topic_creation=self.allow_auto_create)
+        self.in_flight = True
+        self.metadata.attempted(now)
+        correlation: list[int] = []
+        correlation.append(client.send(
+            node, request, lambda response, error: self._handle_response(response, error, correlation[0]),
+            now, version=version))
+        return client.request_timeout
+
+    def _handle_response(self, response: MessageData | None, error: Exception | None, correlation_id: int) -> None:
+        self.in_flight = False
+        now = time.monotonic()
+        if error is not None or response is None:
+            self.metadata.failed(now)
+            return
+        errors = self.metadata.update(response, now)
+        if not errors:
+            return
+        listed = ", ".join(f"{t}={c.name}" for t, c in errors.items())
+        if self.log_correlation_id:
+            self.error_log.warning("%sError while fetching metadata with correlation id %d : {%s}",
+                                   self.log_prefix, correlation_id, listed)
+        else:
+            self.error_log.warning("%sError while fetching metadata: {%s}", self.log_prefix, listed)
+        if any(c in (ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for c in errors.values()):
+            self.metadata.request_update()  # auto-creation under way: ask again after the backoff
+
+
 def _address_text(node: Node) -> str:
     """Java's InetSocketAddress.toString: host/ip:port."""
     try:
@@ -502,4 +582,4 @@ def _address_text(node: Node) -> str:
     return f"{host}/{ip}:{node.port}"
 
 
-__all__ = ["NetworkClient", "InFlight"]
+__all__ = ["InFlight", "MetadataUpdater", "NetworkClient"]

@@ -1,12 +1,13 @@
 """The producer's background thread: drains the accumulator into Produce requests.
 
-Each loop, as Java's Sender does: refresh metadata if due; ask the accumulator which
-leaders have sendable batches; connect to those not yet connected; drain at most one
-batch per partition and max.request.size bytes per leader; fail batches that passed
-delivery.timeout.ms; send one Produce request per leader; then poll the network until
-something can happen. Answers complete batches, or put them back at the head of their
-queue to retry (retriable errors, while retries and delivery.timeout.ms allow), or split
-them (MESSAGE_TOO_LARGE for a batch of several records). Errors that mean the
+Each loop, as Java's Sender does: refresh metadata if due (network.MetadataUpdater, the
+loop the consumer uses too); ask the accumulator which leaders have sendable batches;
+connect to those not yet connected; drain at most one batch per partition and
+max.request.size bytes per leader; fail batches that passed delivery.timeout.ms; send
+one Produce request per leader; then poll the network until something can happen.
+Answers complete batches, or put them back at the head of their queue to retry
+(retriable errors, while retries and delivery.timeout.ms allow), or split them
+(MESSAGE_TOO_LARGE for a batch of several records). Errors that mean the
 leader moved, and lost connections, trigger a metadata refresh first.
 
 With max.in.flight.requests.per.connection=1 a partition is muted while its batch is in
@@ -30,14 +31,12 @@ from kafkalike.client.errors import (
 )
 from kafkalike.client.idempotence import IdempotenceManager
 from kafkalike.client.metadata import Metadata, TopicPartition
-from kafkalike.client.network import NetworkClient
+from kafkalike.client.network import MetadataUpdater, NetworkClient
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.init_producer_id import InitProducerIdRequest
-from kafkalike.protocol.messages.metadata import MetadataRequest
 from kafkalike.protocol.messages.produce import ProduceRequest
 
 log = logging.getLogger("kafkalike.client.sender")
-network_log = logging.getLogger("kafkalike.client.network")
 
 # Produce v3 is the first that carries v2 record batches, the only format we write.
 MIN_PRODUCE_VERSION = 3
@@ -62,7 +61,7 @@ class Sender(threading.Thread):
         self._running = True
         self._force_close = False
         self._in_flight: dict[TopicPartition, list[ProducerBatch]] = {}
-        self._metadata_in_flight = False
+        self.metadata_updater = MetadataUpdater(client, metadata, log_prefix=log_prefix)
         self.idempotence = idempotence
         accumulator.idempotence = idempotence
         self._init_pid_in_flight = False
@@ -106,50 +105,11 @@ class Sender(threading.Thread):
 
     def run_once(self) -> None:
         now = time.monotonic()
-        metadata_wait = self._maybe_update_metadata(now)
+        metadata_wait = self.metadata_updater.maybe_update(now)
         if self.idempotence is not None and self.idempotence.needs_producer_id():
             metadata_wait = min(metadata_wait, self._maybe_init_producer_id(now))
         poll_timeout = min(self._send_produce_data(now), metadata_wait, _MAX_POLL)
         self.client.poll(poll_timeout)
-
-    def _maybe_update_metadata(self, now: float) -> float:
-        if self._metadata_in_flight:
-            return self.client.request_timeout
-        wait = self.metadata.time_to_next_update(now)
-        if wait > 0:
-            return wait
-        node = self.client.least_loaded_node(now)
-        if node is None:
-            return self.client.reconnect_backoff
-        if not self.client.ready(node, now):
-            return self.client.reconnect_backoff if self.client.connection_delay(node, now) else _MAX_POLL
-        topics = self.metadata.topics(now)
-        version = self.client.version_for(node, MetadataRequest.API_KEY)
-        request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
-                                  allow_auto_topic_creation=True)
-        if version < 1 and not topics:
-            return _MAX_POLL  # v0 cannot ask for "no topics"
-        self._metadata_in_flight = True
-        self.metadata.attempted(now)
-        correlation: list[int] = []
-        correlation.append(self.client.send(
-            node, request, lambda response, error: self._handle_metadata(response, error, correlation[0]),
-            now, version=version))
-        return self.client.request_timeout
-
-    def _handle_metadata(self, response, error: Exception | None, correlation_id: int) -> None:
-        self._metadata_in_flight = False
-        now = time.monotonic()
-        if error is not None or response is None:
-            self.metadata.failed(now)
-            return
-        errors = self.metadata.update(response, now)
-        if errors:
-            network_log.warning("%sError while fetching metadata with correlation id %d : {%s}", self.log_prefix,
-                                correlation_id, ", ".join(f"{t}={c.name}" for t, c in errors.items()))
-            if any(c in (ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                   for c in errors.values()):
-                self.metadata.request_update()  # auto-creation under way: ask again after the backoff
 
     def _maybe_init_producer_id(self, now: float) -> float:
         """Ask the least loaded broker for a producer id (any broker hands them out)."""
