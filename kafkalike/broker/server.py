@@ -247,9 +247,13 @@ class KafkaServer:
                     lambda f: log.error("Scheduled task failed: %s", f.getTraceback()))
                 self._tasks.append(loop)
 
-        every(cfg.get("replica.high.watermark.checkpoint.interval.ms"), self.log_manager.checkpoint_high_watermarks)
+        # Checkpoints: captured here on the reactor, written and fsynced on a thread; a
+        # LoopingCall waits for the returned Deferred, so writes never overlap.
+        logs = self.log_manager
+        every(cfg.get("replica.high.watermark.checkpoint.interval.ms"),
+              lambda: threads.deferToThread(logs.high_watermark_checkpoint_writer()))
         every(cfg.get("log.flush.offset.checkpoint.interval.ms"),
-              self.log_manager.checkpoint_recovery_points_and_log_start_offsets)
+              lambda: threads.deferToThread(logs.recovery_checkpoint_writer()))
         every(cfg.get("log.retention.check.interval.ms"), self.log_manager.cleanup_logs)
         every(cfg.get("replica.lag.time.max.ms") // 2, self.replica_manager.shrink_isrs)
         every(cfg.get("log.flush.scheduler.interval.ms"),
