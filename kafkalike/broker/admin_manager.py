@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from twisted.internet import defer
 
@@ -30,6 +30,7 @@ from kafkalike.protocol.errors import ErrorCode
 from kafkalike.zkdata.errors import TopicAlreadyMarkedForDeletionError, TopicExistsError
 from kafkalike.zkdata.ids import new_topic_id
 from kafkalike.zkdata.topic_znodes import PartitionAssignment
+from kafkalike.zkdata.znodes import ConfigType
 
 if TYPE_CHECKING:
     from kafkalike.broker.config import KafkaConfig
@@ -243,6 +244,33 @@ class AdminManager:
         if not await self._wait_for(self._topic_ready(name, count), timeout_ms):
             return TopicResult(ErrorCode.REQUEST_TIMED_OUT, "Operation timed out.")
         return TopicResult()
+
+    # -- topic configs ------------------------------------------------------------------
+
+    async def topic_overrides(self, name: str) -> dict[str, str]:
+        """A topic's overrides as ZooKeeper has them, so a describe right after an alter
+        sees it even before the change notification reaches this broker (as Kafka)."""
+        self._require_topic(name)
+        return await self.zk.get_entity_configs(ConfigType.TOPIC, name)
+
+    async def alter_topic_config(self, name: str, compute: Callable[[dict[str, str]], dict[str, str | None]],
+                                 validate_only: bool) -> None:
+        """Replace a topic's overrides with compute(current), validated as the topic's
+        config; raises AdminError(INVALID_CONFIG) naming the key for a bad value."""
+        current = await self.topic_overrides(name)
+        try:
+            new = compute(current)
+            if any(v is None for v in new.values()):
+                raise ValueError("Null value not supported for topic configs")
+            self.topic_configs.parse(new)
+        except ValueError as exc:
+            raise AdminError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        if not validate_only:
+            await self.zk.change_topic_config(name, new)
+
+    def _require_topic(self, name: str) -> None:
+        if not self.cache.contains(name):
+            raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
 
     # -- client quotas ------------------------------------------------------------------
 

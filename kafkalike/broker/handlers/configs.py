@@ -1,8 +1,8 @@
 """DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44).
 
-Topic overrides live in /config/topics/<t>; a change is written there with a change
-notification, and every broker applies it to its logs when the notification arrives,
-so alterations take effect live. Broker configs are static here: they are described,
+Topic overrides live in /config/topics/<t>; the admin manager writes a change there with
+a change notification, and every broker applies it to its logs when the notification
+arrives, so alterations take effect live. Broker configs are static here: they are described,
 and a request to change one is refused (Kafka 2.8 would store a dynamic override).
 """
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from twisted.internet import defer
 
 from kafkalike.broker import topic_configs
+from kafkalike.broker.admin_manager import AdminError
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.common.resources import ConfigSource, ResourceType
 from kafkalike.protocol.errors import ErrorCode
@@ -17,29 +18,16 @@ from kafkalike.protocol.messages.alter_configs import AlterConfigsRequest, Alter
 from kafkalike.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kafkalike.protocol.messages.incremental_alter_configs import (IncrementalAlterConfigsRequest,
                                                                    IncrementalAlterConfigsResponse)
-from kafkalike.zkdata.znodes import ConfigType
 
 _Result = DescribeConfigsResponse.DescribeConfigsResult
 _Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 _Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-class _ResourceError(Exception):
-    def __init__(self, code: ErrorCode, message: str):
-        super().__init__(message)
-        self.code, self.message = code, message
-
-
 def _check_broker_name(ctx: RequestContext, name: str) -> None:
     if name not in ("", str(ctx.broker_id)):
-        raise _ResourceError(ErrorCode.INVALID_REQUEST,
-                             f"Unexpected broker id, expected {ctx.broker_id} or empty string, "
-                             f"but received {name}")
-
-
-def _check_topic(ctx: RequestContext, name: str) -> None:
-    if not ctx.metadata.contains(name):
-        raise _ResourceError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
+        raise AdminError(ErrorCode.INVALID_REQUEST,
+                         f"Unexpected broker id, expected {ctx.broker_id} or empty string, but received {name}")
 
 
 @handler(32)
@@ -54,10 +42,7 @@ async def _describe_configs(ctx: RequestContext, request: DescribeConfigsRequest
         try:
             wanted = None if res.configuration_keys is None else set(res.configuration_keys)
             if res.resource_type == ResourceType.TOPIC:
-                _check_topic(ctx, res.resource_name)
-                # Read from ZooKeeper, as Kafka does: a describe right after an alter must
-                # see it, even before the change notification has reached this broker.
-                overrides = await ctx.zk.get_entity_configs(ConfigType.TOPIC, res.resource_name)
+                overrides = await ctx.admin.topic_overrides(res.resource_name)
                 effective = ctx.topic_configs.parse(overrides, strict=False)
                 entries = [_topic_entry(e, ctx.version, request)
                            for e in topic_configs.describe(ctx.config, overrides, effective)]
@@ -65,10 +50,9 @@ async def _describe_configs(ctx: RequestContext, request: DescribeConfigsRequest
                 _check_broker_name(ctx, res.resource_name)
                 entries = [_broker_entry(e, ctx.version, request) for e in ctx.config.describe_all()]
             else:
-                raise _ResourceError(ErrorCode.INVALID_REQUEST,
-                                     f"Unsupported resource type {res.resource_type}")
+                raise AdminError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {res.resource_type}")
             result.configs = [e for e in entries if wanted is None or e.name in wanted]
-        except _ResourceError as exc:
+        except AdminError as exc:
             result.error_code, result.error_message = int(exc.code), exc.message
         results.append(result)
     return DescribeConfigsResponse(results=results)
@@ -118,24 +102,14 @@ async def _alter(ctx: RequestContext, changes, validate_only: bool, response_cls
         resp = response_cls.AlterConfigsResourceResponse(resource_type=rtype, resource_name=name)
         try:
             if rtype == ResourceType.TOPIC:
-                _check_topic(ctx, name)
-                current = await ctx.zk.get_entity_configs(ConfigType.TOPIC, name)
-                try:
-                    new = compute(current)
-                    if any(v is None for v in new.values()):
-                        raise ValueError("Null value not supported for topic configs")
-                    ctx.topic_configs.parse(new)
-                except ValueError as exc:
-                    raise _ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-                if not validate_only:
-                    await ctx.zk.change_topic_config(name, new)
+                await ctx.admin.alter_topic_config(name, compute, validate_only)
             elif rtype == ResourceType.BROKER:
                 _check_broker_name(ctx, name)
-                raise _ResourceError(ErrorCode.INVALID_REQUEST,
-                                     "Dynamic broker configs are not supported; set them in server.properties")
+                raise AdminError(ErrorCode.INVALID_REQUEST,
+                                 "Dynamic broker configs are not supported; set them in server.properties")
             else:
-                raise _ResourceError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}")
-        except _ResourceError as exc:
+                raise AdminError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}")
+        except AdminError as exc:
             resp.error_code, resp.error_message = int(exc.code), exc.message
         responses.append(resp)
     return response_cls(responses=responses)
