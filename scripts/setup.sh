@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what kafkalike needs on Debian 12, skipping whatever is already there.
-#   scripts/setup.sh          ZooKeeper and Java (zk/install.sh), kcat, then `pip install -e '.[spark]'`
+#   scripts/setup.sh          ZooKeeper and Java (zk/install.sh), kcat, iproute2 and iptables (the
+#                             lab's netns backend), then `pip install -e '.[spark]'`
 #                             (pyspark and pyarrow: the demo ends with a Spark load)
 #   scripts/setup.sh --test   also the test extras: `pip install -e '.[test,spark]'`, and vagrant
 # A first pyspark install builds it from a ~456 MB source archive: minutes, once.
@@ -14,6 +15,9 @@ PYTHON=${PYTHON:-python3}
 
 extras=(spark)
 debs=(kcat)   # the demo and the interop tests use it as an independent client
+# The lab's netns backend (bin/kafkalike-lab.sh up --backend netns) makes namespaces and
+# links with ip, and cuts nodes off from each other with iptables.
+debs+=(iproute2 iptables)
 case "${1:-}" in
     # vagrant: the tests validate vagrant/Vagrantfile (VMs cannot boot here).
     --test) extras=(test spark); debs+=(vagrant) ;;

@@ -3,12 +3,15 @@
 A test lab lives in a scratch directory under /dev/shm on a block of free ports (never
 2181/9092), and is torn down by a finalizer that runs `down` and then kill -9s every pid
 the state file named and any process still mentioning the directory, whatever the test
-did to the lab in between.
+did to the lab in between. A netns lab (`LabUnderTest.create("netns")`) needs no ports of
+this machine; its finalizer also deletes every namespace and link named after the lab
+(kafkalike.lab.netns.prefix_for), so a failed test leaves no network behind either.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -16,6 +19,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkalike.lab.netns import prefix_for
 from kafkalike.lab.processes import is_alive, port_in_use, processes_mentioning
 from kafkalike.lab.zookeeper import free_ports
 from tests.conftest import REPO_ROOT, scratch_dir
@@ -50,15 +54,64 @@ def state_pids(lab_dir: Path) -> list[int]:
     return [node["pid"] for node in state["nodes"] if node.get("pid")]
 
 
+def topics(*args: str) -> str:
+    """bin/kafka-topics.sh ARGS from this machine; its stdout."""
+    result = subprocess.run([str(REPO_ROOT / "bin" / "kafka-topics.sh"), *args], capture_output=True, text=True,
+                            timeout=60, env={**os.environ, "PYTHON": sys.executable})
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def isr_sizes(bootstrap: str, topic: str) -> list[int]:
+    """The ISR size of each partition, as kafka-topics.sh --describe prints it."""
+    described = topics("--bootstrap-server", bootstrap, "--describe", "--topic", topic)
+    return [len(isr.split(",")) for isr in re.findall(r"\tIsr: (\S+)", described)]
+
+
+def described(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int]]]:
+    """partition -> (leader, ISR), as kafka-topics.sh --describe prints them."""
+    text = topics("--bootstrap-server", bootstrap, "--describe", "--topic", topic)
+    return {int(p): (int(leader), [int(b) for b in isr.split(",")])
+            for p, leader, isr in re.findall(r"\tPartition: (\d+)\tLeader: (-?\d+)\t.*\tIsr: (\S+)", text)}
+
+
+def one_line_error(result: subprocess.CompletedProcess, *fragments: str, code: int | None = None) -> None:
+    """Refused with exactly one line on stderr holding every fragment (and exit `code` if given)."""
+    assert result.returncode != 0, result.stdout
+    if code is not None:
+        assert result.returncode == code, (result.returncode, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def lab_network(lab_dir: Path) -> tuple[list[str], list[str]]:
+    """The namespaces and the links of this machine named after the lab (its netns prefix)."""
+    prefix = prefix_for(lab_dir)
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    namespaces = [line.split()[0] for line in listed.splitlines() if line.startswith(prefix + "-")]
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True).stdout
+    ours = [m.group(1) for m in re.finditer(r"^\d+: ([^:@]+)", links, re.M) if m.group(1).startswith(prefix)]
+    return namespaces, ours
+
+
 @dataclass
 class LabUnderTest:
     scratch: Path                   # a fresh /dev/shm directory; the lab is scratch/lab
     base_port: int
+    backend: str = "local"
     seen_pids: set[int] = field(default_factory=set)
 
     @classmethod
-    def create(cls) -> LabUnderTest:
-        return cls(scratch_dir("lab"), free_port_block())
+    def create(cls, backend: str = "local") -> LabUnderTest:
+        # A netns lab's nodes have addresses of their own and the usual ports.
+        return cls(scratch_dir("lab"), free_port_block() if backend == "local" else 0, backend)
+
+    def up(self, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+        """`up` on this lab's backend (on its block of ports when local)."""
+        where = ["--base-port", str(self.base_port)] if self.backend == "local" else ["--backend", self.backend]
+        return self.run("up", *where, *args, timeout=timeout)
 
     @property
     def dir(self) -> Path:
@@ -94,7 +147,24 @@ class LabUnderTest:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        if shutil.which("ip") and os.geteuid() == 0:     # any lab may have tried a netns `up`
+            self.remove_network()
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def remove_network(self) -> None:
+        """Whatever `down` left of the lab's network: processes inside its namespaces are
+        kill -9ed, the namespaces and this machine's link deleted."""
+        namespaces, links = lab_network(self.dir)
+        for link in links:
+            subprocess.run(["ip", "link", "del", link], capture_output=True)
+        for ns in namespaces:
+            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 def _cmdline(pid: int) -> list[bytes]:

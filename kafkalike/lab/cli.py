@@ -1,12 +1,15 @@
 """bin/kafkalike-lab.sh: a ZooKeeper-mode Kafka cluster on this machine, and faults to hurt it with.
 
-    kafkalike-lab.sh up [--brokers 3] [--zookeeper standalone|ensemble] [--base-port P] [--override k=v ...]
+    kafkalike-lab.sh up [--backend local|netns] [--brokers 3] [--zookeeper standalone|ensemble]
+                        [--base-port P] [--override k=v ...]
     kafkalike-lab.sh status [--json]
     kafkalike-lab.sh kill NODE [-9]          NODE: broker-N, zk-N, controller, leader:TOPIC:PARTITION
     kafkalike-lab.sh restart NODE
+    kafkalike-lab.sh partition NODE [NODE ...] [--method drop|link]   (netns backend)
+    kafkalike-lab.sh heal                                             (netns backend)
     kafkalike-lab.sh logs NODE [-n LINES] [--file controller.log]
     kafkalike-lab.sh scenario NAME [NAME ...]  leader-kill, controller-kill, leader-clean-shutdown,
-                                               rolling-restart, or all
+                                               rolling-restart, partition-leader (netns), or all
     kafkalike-lab.sh down [--keep-logs]
 
 Every command takes --dir LAB_DIR (default $LOG_DIR/lab, or logs/lab in the checkout);
@@ -23,7 +26,7 @@ from collections import deque
 from pathlib import Path
 from typing import NoReturn, Sequence
 
-from kafkalike.lab.local import LabSpec, LocalLab, default_lab_dir
+from kafkalike.lab.local import BACKENDS, Lab, LabSpec, default_lab_dir
 from kafkalike.lab.state import LabError
 
 PROG = "kafkalike-lab.sh"
@@ -51,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
                                      parser_class=OneLineParser)
 
     up = commands.add_parser("up", parents=[common], help="start ZooKeeper and the brokers as daemons")
+    up.add_argument("--backend", choices=BACKENDS, default="local",
+                    help="local: every node on 127.0.0.1 (default); netns (root): each node in a network "
+                         "namespace of its own, with its own address on a private bridge")
     up.add_argument("--brokers", type=int, default=3, metavar="N", help="number of brokers (default 3)")
     up.add_argument("--zookeeper", choices=("standalone", "ensemble"), default="standalone",
                     help="one ZooKeeper server, or a 3-node ensemble (default standalone)")
@@ -80,6 +86,16 @@ def _parser() -> argparse.ArgumentParser:
     restart.add_argument("node", metavar="NODE")
     restart.add_argument("--timeout", type=float, default=90.0, metavar="S")
 
+    partition = commands.add_parser("partition", parents=[common],
+                                    help="cut the named nodes off from the rest of the lab (netns backend)")
+    partition.add_argument("nodes", nargs="+", metavar="NODE",
+                           help="broker-N, zk-N, controller or leader:TOPIC:PARTITION; they still reach each other")
+    partition.add_argument("--method", choices=("drop", "link"), default=None,
+                           help="drop: iptables DROP in their namespaces, this machine still reaches them "
+                                "(default); link: their bridge ports down, nobody reaches them")
+
+    commands.add_parser("heal", parents=[common], help="undo partition: every node reaches every other again")
+
     logs = commands.add_parser("logs", parents=[common], help="the tail of a node's log")
     logs.add_argument("node", metavar="NODE")
     logs.add_argument("-n", "--lines", type=int, default=40, metavar="LINES")
@@ -95,8 +111,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _lab(args: argparse.Namespace) -> LocalLab:
-    return LocalLab(Path(args.dir) if args.dir else default_lab_dir())
+def _lab(args: argparse.Namespace) -> Lab:
+    return Lab(Path(args.dir) if args.dir else default_lab_dir())
 
 
 def _say(line: str) -> None:
@@ -109,14 +125,20 @@ def _table(rows: list[list[str]]) -> str:
 
 
 def print_status(report: dict) -> None:
-    rows = [["NODE", "ADDRESS", "PID", "STATE", "ROLE"]]
+    network = report.get("network")
+    rows = [["NODE", *(["NAMESPACE"] if network else []), "ADDRESS", "PID", "STATE", "ROLE"]]
     for node in report["nodes"]:
-        rows.append([node["name"], node["address"], str(node["pid"] or "-"),
-                     "alive" if node["alive"] else "dead", node["role"]])
+        rows.append([node["name"], *([node["netns"] or "-"] if network else []), node["address"],
+                     str(node["pid"] or "-"), "alive" if node["alive"] else "dead", node["role"]])
     zk = report["zookeeper"]
     print(f"lab {report['dir']} ({report['backend']} backend), ZooKeeper {zk['mode']} at {zk['connect']}"
           + ("" if zk["reachable"] else " (not answering)"))
+    if network:
+        print(f"network: {network['subnet']} on bridge {network['bridge']} in namespace {network['hub']}; "
+              f"this machine is {network['machine_address']} ({network['machine_link']})")
     print(_table(rows))
+    if network:
+        print(f"partition: {_describe_partition(report.get('partition'))}")
     controller = report["controller"]
     alive = {node["name"]: node["alive"] for node in report["nodes"]}
     note = "" if controller is None or alive.get(controller) else \
@@ -132,6 +154,15 @@ def print_status(report: dict) -> None:
     print(f"bootstrap: {report['bootstrap']}")
 
 
+def _describe_partition(partition: dict | None) -> str:
+    if not partition:
+        return "none"
+    how = ("iptables DROP in their namespaces; this machine still reaches them" if partition["method"] == "drop"
+           else "their bridge ports down; nobody reaches them")
+    return (f"{', '.join(partition['isolated'])} cut off from {', '.join(partition['from'])} "
+            f"since {partition['since']} ({how})")
+
+
 def _up(args: argparse.Namespace) -> int:
     overrides = {}
     for item in args.override:
@@ -141,6 +172,7 @@ def _up(args: argparse.Namespace) -> int:
         overrides[key.strip()] = value.strip()
     spec = LabSpec.at_base_port(args.base_port) if args.base_port else LabSpec()
     spec.brokers, spec.zookeeper, spec.overrides = args.brokers, args.zookeeper, overrides
+    spec.backend = args.backend
     if args.zk_port:
         spec.zk_port = args.zk_port
     if args.broker_port:
@@ -189,6 +221,21 @@ def _restart(args: argparse.Namespace) -> int:
     return 0
 
 
+def _partition(args: argparse.Namespace) -> int:
+    record = _lab(args).partition(args.nodes, args.method)
+    print(f"partition: {_describe_partition(record)}")
+    return 0
+
+
+def _heal(args: argparse.Namespace) -> int:
+    healed = _lab(args).heal()
+    if healed:
+        print(f"healed: {', '.join(healed['isolated'])} reach {', '.join(healed['from'])} again")
+    else:
+        print("no partition to heal; every node reaches every other")
+    return 0
+
+
 def _logs(args: argparse.Namespace) -> int:
     lab = _lab(args)
     node = lab.resolve(args.node)
@@ -209,15 +256,21 @@ def _logs(args: argparse.Namespace) -> int:
 
 
 def _scenario(args: argparse.Namespace) -> int:
-    from kafkalike.lab.scenarios import SCENARIOS, run_scenario
+    from kafkalike.lab.scenarios import SCENARIOS, run_scenario, runs_on
 
-    names = list(SCENARIOS) if args.names == ["all"] else args.names
-    unknown = [n for n in names if n not in SCENARIOS]
+    unknown = [n for n in args.names if n not in SCENARIOS and n != "all"]
     if unknown:
         raise LabError(f"no scenario {unknown[0]} (scenarios: {', '.join(SCENARIOS)}, all)")
     if args.throughput < 1:
         raise LabError("--throughput must be at least 1")
     lab = _lab(args)
+    names = args.names
+    if names == ["all"]:
+        backend = lab.state().backend
+        names = [name for name, s in SCENARIOS.items() if runs_on(s, backend)]
+        skipped = [name for name in SCENARIOS if name not in names]
+        if skipped:
+            print(f"(not on the {backend} backend: {', '.join(skipped)})")
     outcomes = []
     for name in names:
         outcome = run_scenario(lab, name, throughput=args.throughput, keep_topic=args.keep_topic)
@@ -238,8 +291,8 @@ def _scenario(args: argparse.Namespace) -> int:
     return 0 if all(o.passed for o in outcomes) else 1
 
 
-HANDLERS = {"up": _up, "status": _status, "down": _down, "kill": _kill, "restart": _restart, "logs": _logs,
-            "scenario": _scenario}
+HANDLERS = {"up": _up, "status": _status, "down": _down, "kill": _kill, "restart": _restart,
+            "partition": _partition, "heal": _heal, "logs": _logs, "scenario": _scenario}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -250,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         if error.details:
             print(error.details, file=sys.stderr)
-        return 1
+        return error.exit_code
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
 
 from kafkalike.lab.processes import is_alive, send_signal, wait_gone
 from kafkalike.lab.zookeeper import death_signal_prefix, free_ports
@@ -29,8 +30,11 @@ class BrokerStartError(RuntimeError):
 class BrokerProcess:
     def __init__(self, broker_id: int, zk_connect: str, base_dir: Path, port: int | None = None,
                  overrides: dict[str, str] | None = None, host: str = "127.0.0.1",
-                 die_with_parent: bool = True, config_header: str = ""):
+                 die_with_parent: bool = True, config_header: str = "", launcher: Sequence[str] = ()):
         self.broker_id = broker_id
+        # Words run before the broker's command, e.g. `ip netns exec NS` (the lab's netns
+        # backend). They must exec it, so that the pid started is the broker's.
+        self.launcher = list(launcher)
         self.die_with_parent = die_with_parent
         self.config_header = config_header     # comment lines on top of server.properties
         self.zk_connect = zk_connect
@@ -59,10 +63,10 @@ class BrokerProcess:
 
     @classmethod
     def attach(cls, broker_id: int, zk_connect: str, base_dir: Path, port: int, pid: int | None,
-               host: str = "127.0.0.1") -> "BrokerProcess":
+               host: str = "127.0.0.1", launcher: Sequence[str] = ()) -> "BrokerProcess":
         """A handle on a lab broker started by an earlier command; start() then reuses its
         server.properties as it is on disk (an operator may have edited it)."""
-        broker = cls(broker_id, zk_connect, base_dir, port, host=host, die_with_parent=False)
+        broker = cls(broker_id, zk_connect, base_dir, port, host=host, die_with_parent=False, launcher=launcher)
         broker._pid = pid
         broker._writes_config = False
         return broker
@@ -94,7 +98,7 @@ class BrokerProcess:
             self._log_offset = 0
         env = dict(os.environ, LOG_DIR=str(self.app_log_dir),
                    PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        command = [sys.executable, "-m", BROKER_MAIN, str(self.config_path)]
+        command = [*self.launcher, sys.executable, "-m", BROKER_MAIN, str(self.config_path)]
         out = open(self.app_log_dir / "kafkaServer.out", "ab")
         if self.die_with_parent:
             self.proc = subprocess.Popen(death_signal_prefix() + command, stdout=out, stderr=subprocess.STDOUT,

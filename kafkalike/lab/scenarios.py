@@ -9,7 +9,9 @@ acknowledged record is lost. The tools' raw events are kept under
 LAB_DIR/scenarios/<topic>/ until `down`.
 
 The scenarios run against the lab as it is (`up` first): they need every node alive and
-at least 3 brokers, and they leave every node running again, whatever happened.
+at least 3 brokers, and they leave every node running (and the network whole) again,
+whatever happened. A network partition needs a backend with a network of its own
+(`up --backend netns`); `all` runs the scenarios the lab's backend can run.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from kafkalike.client.admin import AdminClient, NewTopic
 from kafkalike.client.groups import OffsetSpec
 from kafkalike.lab.cluster import REPO_ROOT
 from kafkalike.lab.judge import Judgement, judge
-from kafkalike.lab.local import SCENARIOS_DIR, LocalLab
+from kafkalike.lab.local import SCENARIOS_DIR, Lab
 from kafkalike.lab.observe import PartitionState, ZooKeeperView, wait_for
 from kafkalike.lab.state import LabError, Node
 from kafkalike.lab.zookeeper import death_signal_prefix
@@ -110,7 +112,7 @@ class Outcome:
 class Run:
     """One scenario in progress: the lab, its topic, the two tools and a clock."""
 
-    def __init__(self, lab: LocalLab, name: str, throughput: int, out: TextIO) -> None:
+    def __init__(self, lab: Lab, name: str, throughput: int, out: TextIO) -> None:
         self.lab = lab
         self.name = name
         self.throughput = throughput
@@ -162,6 +164,22 @@ class Run:
         began = time.monotonic()
         node = self.lab.restart(node, progress=self.log)
         self.log(f"{node.name} serving again (pid {node.pid}) after {time.monotonic() - began:.1f}s")
+
+    def cut_off(self, nodes: list[Node]) -> None:
+        record = self.lab.partition([n.name for n in nodes])
+        how = "iptables DROP" if record["method"] == "drop" else "bridge ports down"
+        self.log(f"partition: {', '.join(record['isolated'])} cut off from {', '.join(record['from'])} ({how})")
+
+    def heal_network(self) -> None:
+        healed = self.lab.heal()
+        if healed:
+            self.log(f"heal: {', '.join(healed['isolated'])} reach the other nodes again")
+
+    def wait_registered(self, node: Node, timeout: float = 60) -> None:
+        """A broker that lost its ZooKeeper session registers again once it reaches ZooKeeper."""
+        wait_for(lambda: node.broker_id in self.zk.registered(), timeout,
+                 f"{node.name} to register again (/brokers/ids/{node.broker_id})")
+        self.log(f"{node.name} registered again")
 
     def wait_new_leader(self, partition: int, old: int, timeout: float = 45) -> PartitionState:
         def moved() -> PartitionState | None:
@@ -258,7 +276,12 @@ class Run:
         return all(high == 0 or read.get(p, -1) >= high - 1 for p, high in highs.items())
 
     def heal(self) -> None:
-        """Every node running again, whatever the scenario left behind."""
+        """Every node running again and the network whole, whatever the scenario left behind."""
+        if self.lab.state().network.get("partition"):
+            try:
+                self.heal_network()
+            except LabError as error:
+                self.log(f"could not heal the network: {error}")
         for node in self.lab.state().nodes:
             if not self.lab.alive(node):
                 try:
@@ -315,6 +338,21 @@ def leader_clean_shutdown(run: Run) -> None:
     run.wait_full_isr()
 
 
+def partition_leader(run: Run) -> None:
+    node = run.leader_of(0)
+    controller = run.zk.controller()
+    run.log(f"broker-{node.broker_id} leads {run.topic}-0"
+            + (" and is the controller" if controller == node.broker_id else f"; broker-{controller} is the controller"))
+    run.cut_off([node])
+    # Its ZooKeeper session expires (6 s), the controller moves its leaderships to the
+    # ISR's other members; the producer and consumer, on this machine, still reach it.
+    run.wait_new_leader(0, node.broker_id)
+    run.expect_progress(f"while {node.name} is cut off")
+    run.heal_network()
+    run.wait_registered(node)
+    run.wait_full_isr(timeout=120)
+
+
 def rolling_restart(run: Run) -> None:
     for node in run.lab.state().brokers:
         run.restart(node)
@@ -327,6 +365,7 @@ class Scenario:
     name: str
     summary: str
     fault: Callable[[Run], None]
+    backends: tuple[str, ...] = ()         # the backends that can run it; () for every one
 
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
@@ -336,11 +375,23 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              leader_clean_shutdown),
     Scenario("rolling-restart", "restart every broker in turn (SIGTERM, start, full ISR before the next)",
              rolling_restart),
+    Scenario("partition-leader", "cut the leader of partition 0 off from ZooKeeper and the other brokers, "
+             "wait for a new leader, heal", partition_leader, backends=("netns",)),
 )}
 
 
-def preflight(lab: LocalLab) -> None:
+def runs_on(scenario: Scenario, backend: str) -> bool:
+    return not scenario.backends or backend in scenario.backends
+
+
+def preflight(lab: Lab, name: str | None = None) -> None:
     state = lab.state()
+    scenario = SCENARIOS.get(name) if name else None
+    if scenario is not None and not runs_on(scenario, state.backend):
+        raise LabError(f"scenario {name} needs a lab on --backend {' or '.join(scenario.backends)} "
+                       f"(this one runs on the {state.backend} backend)")
+    if state.network.get("partition"):
+        raise LabError("the lab is partitioned; scenarios start from a whole lab (kafkalike-lab.sh heal)")
     down = [n.name for n in state.nodes if not lab.alive(n)]
     if down:
         raise LabError(f"{', '.join(down)} not running; scenarios start from a whole lab "
@@ -350,10 +401,10 @@ def preflight(lab: LocalLab) -> None:
                        f"(kafkalike-lab.sh down; kafkalike-lab.sh up --brokers 3)")
 
 
-def run_scenario(lab: LocalLab, name: str, *, throughput: int = 300, keep_topic: bool = False,
+def run_scenario(lab: Lab, name: str, *, throughput: int = 300, keep_topic: bool = False,
                  out: TextIO = sys.stdout) -> Outcome:
     scenario = SCENARIOS[name]
-    preflight(lab)
+    preflight(lab, name)
     print(f"scenario {name}: {scenario.summary}", file=out, flush=True)
     run = Run(lab, name, throughput, out)
     error: str | None = None

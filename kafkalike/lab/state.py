@@ -1,7 +1,8 @@
 """What a lab is made of, kept in its directory so that every command finds it again.
 
-`lab.json` in the lab directory names each node (zk-1.., broker-0..), its address,
-pid, config file, data and log locations. `up` writes it as it starts processes (so
+`lab.json` in the lab directory names the backend, each node (zk-1.., broker-0..), its
+address (and network namespace), pid, config file, data and log locations, and what the
+backend made besides processes (the netns backend's namespaces, links and subnet). `up` writes it as it starts processes (so
 even an interrupted `up` leaves something `down` can clean), `kill`/`restart` keep the
 pids current, `down` removes it. Writers hold an flock on `lab.lock`, so two commands
 from two shells do not overwrite each other's pids.
@@ -14,7 +15,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 STATE_FILE = "lab.json"
 LOCK_FILE = "lab.lock"
@@ -27,9 +28,10 @@ class LabError(Exception):
     details, when there are any (a failed start's log tail), are printed below that line.
     """
 
-    def __init__(self, message: str, details: str = "") -> None:
+    def __init__(self, message: str, details: str = "", exit_code: int = 1) -> None:
         super().__init__(message)
         self.details = details
+        self.exit_code = exit_code
 
 
 @dataclass
@@ -46,6 +48,7 @@ class Node:
     broker_id: int | None = None
     myid: int | None = None
     peer_ports: list[int] = field(default_factory=list)   # quorum and election port of an ensemble member
+    netns: str | None = None    # the network namespace the node runs in (netns backend), None on loopback
 
     @property
     def address(self) -> str:
@@ -59,6 +62,9 @@ class LabState:
     zookeeper_mode: str          # "standalone" or "ensemble"
     zookeeper_connect: str
     nodes: list[Node]
+    # What the backend made besides processes (netns: namespaces, links, subnet, partition);
+    # empty for the local backend.
+    network: dict[str, Any] = field(default_factory=dict)
     created: str = ""
     version: int = FORMAT_VERSION
 

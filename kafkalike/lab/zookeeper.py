@@ -185,6 +185,7 @@ class ZooKeeperServer:
         heap: str = "256m",
         jvm_options: Iterable[str] = (),
         die_with_parent: bool = True,
+        launcher: Sequence[str] = (),
     ) -> None:
         if peers and myid is None:
             raise ValueError("an ensemble member needs its myid")
@@ -198,18 +199,21 @@ class ZooKeeperServer:
         self.heap = heap
         self.jvm_options = tuple(jvm_options)
         self.die_with_parent = die_with_parent
+        # Words run before the java command, e.g. `ip netns exec NS` (the lab's netns
+        # backend). They must exec it, so that the pid started is the server's.
+        self.launcher = tuple(launcher)
         self._process: subprocess.Popen[bytes] | None = None
         self._writes_config = True
 
     @classmethod
     def attach(cls, base_dir: Path | str, *, die_with_parent: bool = True,
-               jvm_options: Iterable[str] = ()) -> ZooKeeperServer:
+               jvm_options: Iterable[str] = (), launcher: Sequence[str] = ()) -> ZooKeeperServer:
         """A handle on a server that an earlier process started in base_dir (for stop/status,
         or a restart on its own zoo.cfg and data)."""
         base = Path(base_dir).absolute()
         props = read_properties(base / "zoo.cfg")
         server = cls(base, int(props["clientPort"]), host=props.get("clientPortAddress", "127.0.0.1"),
-                     die_with_parent=die_with_parent, jvm_options=jvm_options)
+                     die_with_parent=die_with_parent, jvm_options=jvm_options, launcher=launcher)
         server._writes_config = False
         return server
 
@@ -270,7 +274,9 @@ class ZooKeeperServer:
         """Launch the JVM and return at once; call wait_ready() before using the server."""
         if self.is_running():
             raise ZooKeeperStartError(f"ZooKeeper in {self.base_dir} is already running (pid {self.pid})")
-        command = [*death_signal_prefix(), *self.command()] if self.die_with_parent else self.command()
+        command = [*self.launcher, *self.command()]
+        if self.die_with_parent:
+            command = [*death_signal_prefix(), *command]
         config = self.config_text() if self._writes_config else None
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self.myid is not None:
@@ -396,6 +402,8 @@ class ZooKeeperEnsemble:
         size: int = 3,
         *,
         host: str = "127.0.0.1",
+        hosts: Sequence[str] | None = None,
+        launchers: Sequence[Sequence[str]] | None = None,
         client_ports: Sequence[int] | None = None,
         quorum_ports: Sequence[int] | None = None,
         election_ports: Sequence[int] | None = None,
@@ -408,21 +416,27 @@ class ZooKeeperEnsemble:
         if size < 1:
             raise ValueError("an ensemble needs at least one server")
         self.base_dir = Path(base_dir).absolute()
-        spare = iter(free_ports(3 * size, host))
+        # Each member on a host of its own (the lab's netns backend), or all on `host`.
+        hosts = list(hosts or [host] * size)
+        launchers = list(launchers or [()] * size)
+        if not len(hosts) == len(launchers) == size:
+            raise ValueError(f"need {size} hosts and launchers")
+        if not (client_ports and quorum_ports and election_ports):
+            spare = iter(free_ports(3 * size, host))
         client_ports = list(client_ports or [next(spare) for _ in range(size)])
         quorum_ports = list(quorum_ports or [next(spare) for _ in range(size)])
         election_ports = list(election_ports or [next(spare) for _ in range(size)])
         if not len(client_ports) == len(quorum_ports) == len(election_ports) == size:
             raise ValueError(f"need {size} client, quorum and election ports each")
         self.peers = tuple(
-            Peer(myid, host, quorum_ports[i], election_ports[i]) for i, myid in enumerate(range(1, size + 1))
+            Peer(myid, hosts[i], quorum_ports[i], election_ports[i]) for i, myid in enumerate(range(1, size + 1))
         )
         options = (*FAST_ELECTION_OPTIONS, *jvm_options)
         self.servers = [
             ZooKeeperServer(
                 self.base_dir / f"zk{peer.myid}",
                 client_ports[i],
-                host=host,
+                host=peer.host,
                 myid=peer.myid,
                 peers=self.peers,
                 force_sync=force_sync,
@@ -430,6 +444,7 @@ class ZooKeeperEnsemble:
                 heap=heap,
                 jvm_options=options,
                 die_with_parent=die_with_parent,
+                launcher=launchers[i],
             )
             for i, peer in enumerate(self.peers)
         ]

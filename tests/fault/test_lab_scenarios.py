@@ -1,15 +1,19 @@
 """`kafkalike-lab.sh scenario`: faults under Kafka's verifiable producer and consumer, judged.
 
 One lab (ZooKeeper and 3 broker daemons, in a scratch directory on free ports) serves
-the module. Each scenario runs as a user would run it, through bin/kafkalike-lab.sh,
-and the test reads only its printed table: every record the producer saw acknowledged
-(acks=all on an RF=3, min.insync.replicas=2 topic) must have been read back by the
-consumer, so the verdict is PASS with 0 lost. A scenario heals the lab itself; the
-module's finalizer runs `down` and kill -9s anything left.
+the module's local scenarios, and one netns lab (each node in a network namespace of
+its own, made as root) the partition scenario. Each scenario runs as a user would run
+it, through bin/kafkalike-lab.sh, and the test reads only its printed table: every
+record the producer saw acknowledged (acks=all on an RF=3, min.insync.replicas=2 topic)
+must have been read back by the consumer, so the verdict is PASS with 0 lost. A
+scenario heals the lab itself; each lab's finalizer runs `down` and kill -9s anything
+left (and deletes the netns lab's namespaces and link).
 """
 from __future__ import annotations
 
+import os
 import re
+import shutil
 
 import pytest
 
@@ -20,15 +24,30 @@ pytestmark = pytest.mark.fault
 COLUMNS = ["SCENARIO", "ACKNOWLEDGED", "LOST", "DUPLICATED", "REORDERED", "SEND ERRORS", "DURATION", "VERDICT"]
 
 
-@pytest.fixture(scope="module")
-def lab():
-    lab = LabUnderTest.create()
+def _lab_up(backend: str):
+    lab = LabUnderTest.create(backend)
     try:
-        up = lab.run("up", "--base-port", str(lab.base_port))
+        up = lab.up()
         assert up.returncode == 0, up.stdout + up.stderr
         yield lab
     finally:
         lab.teardown()
+
+
+@pytest.fixture(scope="module")
+def lab():
+    yield from _lab_up("local")
+
+
+@pytest.fixture(scope="module")
+def netns_lab():
+    # The real parts must be there: fail (never skip) saying what is missing.
+    if os.geteuid() != 0:
+        pytest.fail("the netns scenarios need root (network namespaces); run them as root")
+    missing = [tool for tool in ("ip", "iptables-restore") if shutil.which(tool) is None]
+    if missing:
+        pytest.fail(f"the netns scenarios need {', '.join(missing)}: scripts/setup.sh installs iproute2 and iptables")
+    yield from _lab_up("netns")
 
 
 def summary_row(output: str, name: str) -> dict[str, str]:
@@ -41,6 +60,20 @@ def summary_row(output: str, name: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("scenario", ["leader-kill", "controller-kill"])
 def test_scenario_passes_with_nothing_lost(lab: LabUnderTest, scenario: str):
+    check_scenario(lab, scenario)
+
+
+def test_partition_leader_on_netns_passes_with_nothing_lost(netns_lab: LabUnderTest):
+    """The leader of partition 0 cut off from ZooKeeper and the other brokers (iptables
+    DROP in its namespace) while the producer and consumer on this machine keep going."""
+    output = check_scenario(netns_lab, "partition-leader")
+    assert re.search(r"partition: broker-\d cut off from zk-1, broker-\d, broker-\d \(iptables DROP\)", output)
+    assert re.search(r"led by broker-\d \(leader epoch [1-9]", output), output
+    assert "registered again" in output and "ISR full again on every partition" in output
+    assert netns_lab.status()["partition"] is None
+
+
+def check_scenario(lab: LabUnderTest, scenario: str) -> str:
     result = lab.run("scenario", scenario, timeout=300)
     output = result.stdout + result.stderr
     row = summary_row(result.stdout, scenario)
@@ -53,3 +86,4 @@ def test_scenario_passes_with_nothing_lost(lab: LabUnderTest, scenario: str):
     assert all(node["alive"] for node in status["nodes"]), status
     print(f"\n{scenario}: {row['DURATION']}, {row['ACKNOWLEDGED']} acknowledged, "
           f"{row['DUPLICATED']} duplicated, {row['REORDERED']} reordered, {row['SEND ERRORS']} send errors")
+    return output

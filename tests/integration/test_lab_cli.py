@@ -7,18 +7,14 @@ another shell would see. A finalizer runs `down` and kill -9s anything left.
 """
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import time
 
 import pytest
 
 from kafkalike.lab.processes import is_alive, processes_mentioning
-from tests.conftest import REPO_ROOT
 from tests.fault.cluster_view import wait_until
-from tests.lab_cli import LabUnderTest, run_lab
+from tests.lab_cli import LabUnderTest, isr_sizes, one_line_error, run_lab, topics
 
 pytestmark = pytest.mark.integration
 
@@ -32,27 +28,6 @@ def lab():
         yield lab
     finally:
         lab.teardown()
-
-
-def topics(*args: str) -> str:
-    result = subprocess.run([str(REPO_ROOT / "bin" / "kafka-topics.sh"), *args], capture_output=True, text=True,
-                            timeout=60, env={**os.environ, "PYTHON": sys.executable})
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
-def isr_sizes(bootstrap: str, topic: str) -> list[int]:
-    """The ISR size of each partition, as kafka-topics.sh --describe prints it."""
-    described = topics("--bootstrap-server", bootstrap, "--describe", "--topic", topic)
-    return [len(isr.split(",")) for isr in re.findall(r"\tIsr: (\S+)", described)]
-
-
-def one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    assert result.returncode != 0, result.stdout
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 def test_up_status_kill_restart_down(lab: LabUnderTest):
