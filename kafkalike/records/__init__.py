@@ -1,4 +1,4 @@
-"""Record batches (v2, and legacy v0/v1 for reading), their codecs and control records."""
+"""Record batches (v2; legacy magic 0/1 read, written and converted for old clients), codecs, control records."""
 from .batch import (
     CREATE_TIME, LOG_APPEND_TIME, TIMESTAMP_TYPE_NAMES, BatchBuilder, RecordBatch,
     decode_batches, encode_batch, iter_records,

@@ -14,7 +14,7 @@ import snappy
 import zstandard
 
 from .header import InvalidRecordError
-from .lz4_legacy import fix_kafka_v0_lz4_header
+from .lz4_legacy import break_kafka_v0_lz4_header, fix_kafka_v0_lz4_header
 
 NONE = 0
 GZIP = 1
@@ -67,6 +67,23 @@ def compress(codec: int, data: bytes) -> bytes:
     if codec == ZSTD:
         return zstandard.ZstdCompressor(level=3).compress(data)
     raise ValueError(f"unknown compression codec {codec}")
+
+
+def compress_legacy(codec: int, data: bytes, magic: int) -> bytes:
+    """Compress the inner messages of a magic 0/1 wrapper as Kafka's builder does for that magic.
+
+    Gzip and snappy frame as for v2. LZ4 is Kafka's own block stream: 64 KB independent
+    blocks and no content size, with, for magic 0, the frame header checksum that old
+    Kafka computed wrongly (clients of that age skip or expect it). Zstandard has no
+    magic 0/1 form.
+    """
+    if codec == LZ4:
+        frame = lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, content_checksum=False,
+                                   block_linked=False, store_size=False)
+        return break_kafka_v0_lz4_header(frame) if magic == 0 else frame
+    if codec == ZSTD:
+        raise ValueError(f"ZStandard compression is not supported for magic {magic}")
+    return compress(codec, data)
 
 
 def decompress(codec: int, data, max_output_size: int = DEFAULT_MAX_OUTPUT_SIZE,

@@ -4,13 +4,19 @@ Each top-level message is one "batch": either a plain message or a wrapper whose
 value is a compressed inner message set. Layout after offset(8) and size(4):
 crc uint32 (CRC-32 of magic..end), magic int8, attributes int8 (codec bits 0-2,
 timestamp type bit 3 on magic 1), timestamp int64 (magic 1 only), key and value
-as int32-length bytes (-1 = null). Reading only: nothing writes these any more.
+as int32-length bytes (-1 = null).
+
+Writing exists for the two places Kafka 2.8 still makes these: answers to Fetch v0-v3,
+whose clients read only magic 0 (v0-1) or magic 1 (v2-3), and tests that play an old
+producer. The log itself holds only record batch v2.
 """
 from __future__ import annotations
 
 import struct
 import zlib
 from dataclasses import dataclass
+
+from typing import Iterable
 
 from . import compression as codecs
 from .header import InvalidRecordError, LOG_OVERHEAD
@@ -19,8 +25,16 @@ from .record import Record
 _ENTRY = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
 _Q = struct.Struct(">q")
 _I = struct.Struct(">i")
+_HEAD = struct.Struct(">qiI")  # offset, size, crc
+_MAGIC_ATTRS = struct.Struct(">bb")
 _CRC_START = LOG_OVERHEAD + 4  # the CRC covers magic..end
 _LEGACY_TIMESTAMP_TYPE_MASK = 0x08
+_NULL = _I.pack(-1)
+
+# Bytes of one message besides its key and value: crc, magic, attributes, two lengths,
+# and the timestamp on magic 1 (Kafka's LegacyRecord.RECORD_OVERHEAD_V0 / _V1).
+RECORD_OVERHEAD_V0 = 14
+RECORD_OVERHEAD_V1 = 22
 
 
 @dataclass(slots=True)
@@ -168,3 +182,87 @@ class LegacyBatch:
     def __repr__(self) -> str:
         return (f"LegacyBatch(offset={self._msg.offset}, magic={self._msg.magic}, "
                 f"codec={self.compression}, size={self.size})")
+
+
+# ---------------------------------------------------------------------------- writing
+
+
+def record_overhead(magic: int) -> int:
+    """Bytes a message of `magic` takes besides key and value (LOG_OVERHEAD not included)."""
+    return RECORD_OVERHEAD_V0 if magic == 0 else RECORD_OVERHEAD_V1
+
+
+def encode_legacy_message(offset: int, key: bytes | None, value: bytes | None, *, magic: int,
+                          timestamp: int = -1, attributes: int = 0) -> bytes:
+    """One magic 0/1 entry: offset, size, then the message under Kafka's CRC-32 (not CRC-32C).
+
+    `attributes` carries the codec (a wrapper) and, on magic 1, the LogAppendTime bit;
+    magic 0 has no timestamp field, so `timestamp` is ignored there.
+    """
+    if magic not in (0, 1):
+        raise ValueError(f"legacy messages have magic 0 or 1, not {magic}")
+    parts = [_MAGIC_ATTRS.pack(magic, attributes)]
+    if magic == 1:
+        parts.append(_Q.pack(timestamp))
+    for blob in (key, value):
+        if blob is None:
+            parts.append(_NULL)
+        else:
+            parts.append(_I.pack(len(blob)))
+            parts.append(bytes(blob))
+    body = b"".join(parts)
+    return _HEAD.pack(offset, len(body) + 4, zlib.crc32(body)) + body
+
+
+def _attributes(magic: int, codec: int, log_append_time: bool) -> int:
+    if magic == 1 and log_append_time:
+        return codec | _LEGACY_TIMESTAMP_TYPE_MASK
+    return codec
+
+
+def legacy_messages(records: Iterable[Record], *, magic: int, compression: int = codecs.NONE,
+                    log_append_time: int | None = None) -> list[bytes]:
+    """The top-level messages of a magic 0/1 message set holding `records` at their own offsets.
+
+    This is what Kafka's builder writes. Uncompressed, every record is its own top-level
+    message (the old formats batch only through compression). Compressed, the records
+    become the inner messages of one wrapper whose offset is the last record's; magic 1
+    inner offsets are relative to the first record (a consumer computes absolute ones
+    from the wrapper), magic 0 inner offsets are absolute. With `log_append_time` (the
+    batch's LogAppendTime) every timestamp is that time and magic 1 sets the timestamp
+    type bit; otherwise a magic 1 wrapper carries its records' maximum timestamp.
+    Headers have no place in these formats and are dropped, as Kafka's down-conversion
+    drops them. Zstandard did not exist for them, so it is refused (ValueError), as
+    Kafka refuses it. A list, so a caller filling a byte budget can stop between messages.
+    """
+    items = records if isinstance(records, list) else list(records)
+    if not items:
+        return []
+    if compression == codecs.ZSTD:
+        raise ValueError(f"ZStandard compression is not supported for magic {magic}")
+    lat = log_append_time is not None
+    attrs = _attributes(magic, codecs.NONE, lat)
+    if compression == codecs.NONE:
+        return [encode_legacy_message(r.offset, r.key, r.value, magic=magic,
+                                      timestamp=log_append_time if lat else r.timestamp, attributes=attrs)
+                for r in items]
+    first = items[0].offset
+    max_ts = -1
+    inner = []
+    for r in items:
+        ts = log_append_time if lat else r.timestamp
+        if ts > max_ts:
+            max_ts = ts
+        inner.append(encode_legacy_message(r.offset - first if magic == 1 else r.offset, r.key, r.value,
+                                           magic=magic, timestamp=ts, attributes=attrs))
+    payload = codecs.compress_legacy(compression, b"".join(inner), magic)
+    return [encode_legacy_message(items[-1].offset, None, payload, magic=magic,
+                                  timestamp=log_append_time if lat else max_ts,
+                                  attributes=_attributes(magic, compression, lat))]
+
+
+def encode_legacy_records(records: Iterable[Record], *, magic: int, compression: int = codecs.NONE,
+                          log_append_time: int | None = None) -> bytes:
+    """legacy_messages joined: the message set as bytes."""
+    return b"".join(legacy_messages(records, magic=magic, compression=compression,
+                                    log_append_time=log_append_time))

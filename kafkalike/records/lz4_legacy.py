@@ -1,8 +1,10 @@
-"""Repair of the LZ4 frame header that magic-0 Kafka wrote (KAFKA-3160).
+"""The LZ4 frame header checksum that magic-0 Kafka wrote wrongly (KAFKA-3160).
 
 Kafka before 0.10 computed the frame descriptor's header checksum over the frame
 magic as well, so standard decoders reject those frames. Readers of magic-0
-message sets replace the byte with the correct checksum before decoding.
+message sets replace the byte with the correct checksum before decoding; writers of
+magic-0 message sets (answers to Fetch v0-1) put the wrong one back, because that is
+what Kafka still writes for magic 0 and what clients of that age check.
 """
 from __future__ import annotations
 
@@ -72,4 +74,11 @@ def fix_kafka_v0_lz4_header(frame: bytes) -> bytes:
     """Return the frame with a correct header checksum (a no-op on a correct frame)."""
     end = descriptor_end(frame)
     checksum = (xxh32(frame[4:end]) >> 8) & 0xFF
+    return frame[:end] + bytes((checksum,)) + frame[end + 1:]
+
+
+def break_kafka_v0_lz4_header(frame: bytes) -> bytes:
+    """Return the frame with the checksum magic-0 Kafka writes: over magic and descriptor."""
+    end = descriptor_end(frame)
+    checksum = (xxh32(frame[:end]) >> 8) & 0xFF
     return frame[:end] + bytes((checksum,)) + frame[end + 1:]

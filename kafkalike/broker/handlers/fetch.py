@@ -3,21 +3,36 @@
 Waits in the fetch purgatory for fetch.min.bytes up to fetch.max.wait.ms. Fetch
 sessions (KIP-227) are not kept: every answer has session id 0, which tells clients
 to send full fetch requests, as a Kafka broker with a full session cache does.
+
+Every version Kafka 2.8 serves, 0-12. Fetch v0-1 clients read only magic 0 message
+sets and v2-3 only magic 1, so their answers are down-converted from the stored v2
+batches as Kafka 2.8 does (kafkalike.records.message_format.down_convert); the fields
+the old versions lack are left out by the codec. As in Kafka, versions below 10 get
+UNSUPPORTED_COMPRESSION_TYPE from a topic whose compression.type is zstd, a topic with
+message.downconversion.enable=false answers UNSUPPORTED_VERSION where Kafka would have
+to convert, and v0-5 see KAFKA_STORAGE_ERROR as NOT_LEADER_OR_FOLLOWER.
 """
 from __future__ import annotations
+
+import functools
+import logging
 
 from twisted.internet import defer
 
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.broker.replica_manager import FetchParams, FetchSpec
+from kafkalike.common.versions import record_version as _record_version
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.fetch import FetchRequest, FetchResponse
+from kafkalike.records.message_format import ConversionError, down_convert
 
 _Topic = FetchResponse.FetchableTopicResponse
 _Part = FetchResponse.FetchablePartitionResponse
+log = logging.getLogger("kafka.server.KafkaApis")
+_log_magic = functools.lru_cache(maxsize=64)(_record_version)  # magic of a message.format.version
 
 
-@handler(1, versions=(4, 12))
+@handler(1, versions=(0, 12))
 def handle_fetch(ctx: RequestContext, request: FetchRequest):
     params = FetchParams(request.replica_id, request.max_wait_ms, max(request.min_bytes, 0),
                          request.max_bytes)
@@ -30,23 +45,65 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest):
                                               p.current_leader_epoch, p.log_start_offset,
                                               p.last_fetched_epoch)
     result = ctx.replicas.fetch(params, ctx.metadata.contains)
+    convert = _Conversion(ctx, request, params) if ctx.version < 10 else None
     if isinstance(result, defer.Deferred):
-        return result.addCallback(_answer, order, ctx.version)
-    return _answer(result, order, ctx.version)
+        return result.addCallback(_answer, order, ctx.version, convert)
+    return _answer(result, order, ctx.version, convert)
 
 
-def _answer(results, order, version: int) -> FetchResponse:
+class _Conversion:
+    """What Kafka's KafkaApis.maybeConvertFetchedData does to each partition of an old fetch."""
+
+    def __init__(self, ctx: RequestContext, request: FetchRequest, params: FetchParams):
+        self.ctx = ctx
+        self.version = ctx.version
+        self.params = params
+        self.from_follower = request.replica_id >= 0
+        # Fetch v0-1 read magic 0, v2-3 magic 1; v4+ read v2 as stored.
+        self.magic = 0 if self.version <= 1 else 1 if self.version <= 3 else None
+
+    def apply(self, topic: str, partition: int, r) -> tuple[ErrorCode, object, bool]:
+        """(error, records, valid offsets) for one partition's answer."""
+        config = self.ctx.topic_configs.effective(topic)
+        if config.compression_type == "zstd":
+            return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, b"", False
+        records = r.records if r.error == ErrorCode.NONE and r.records is not None else b""
+        if self.magic is None or not records:
+            return r.error, records, True
+        log_magic = _log_magic(config.message_format_version)
+        # Kafka converts only when the topic's format is newer than the client reads (an
+        # older-format log already holds what the client reads); the log here is v2 either way.
+        kafka_converts = log_magic > self.magic
+        if kafka_converts and not self.from_follower and not config.message_downconversion_enable:
+            return ErrorCode.UNSUPPORTED_VERSION, b"", False
+        spec = self.params.partitions[(topic, partition)]
+        try:
+            converted = down_convert(records, self.magic, spec.fetch_offset,
+                                     hard_limit=spec.max_bytes if self.version <= 2 else None)
+        except ConversionError as exc:
+            log.debug("Down-conversion of %s-%d for a Fetch v%d failed: %s", topic, partition, self.version, exc)
+            return ErrorCode[exc.error], b"", False
+        return r.error, converted, True
+
+
+def _answer(results, order, version: int, convert: _Conversion | None = None) -> FetchResponse:
     topics: list = []
     for topic, partition in order:
         r = results[(topic, partition)]
+        error, records, offsets_valid = r.error, r.records, True
+        if convert is not None:
+            error, records, offsets_valid = convert.apply(topic, partition, r)
+        if error == ErrorCode.KAFKA_STORAGE_ERROR and version <= 5:
+            error = ErrorCode.NOT_LEADER_OR_FOLLOWER  # older clients do not retry the storage error
         if not topics or topics[-1].topic != topic:
             topics.append(_Topic(topic=topic, partition_responses=[]))
-        ok = r.error == ErrorCode.NONE
+        ok = error == ErrorCode.NONE
+        hw = r.high_watermark if offsets_valid else -1
         topics[-1].partition_responses.append(_Part(
-            partition=partition, error_code=int(r.error), high_watermark=r.high_watermark,
-            last_stable_offset=r.high_watermark, log_start_offset=r.log_start_offset,
+            partition=partition, error_code=int(error), high_watermark=hw,
+            last_stable_offset=hw, log_start_offset=r.log_start_offset if offsets_valid else -1,
             aborted_transactions=None,
-            record_set=r.records if ok and r.records is not None else b""))
+            record_set=records if ok and records is not None else b""))
         if r.diverging is not None:
             part = topics[-1].partition_responses[-1]
             part.diverging_epoch = FetchResponse.EpochEndOffset(epoch=r.diverging[0], end_offset=r.diverging[1])

@@ -1,44 +1,63 @@
 """Produce (0): append to partition leaders; acks=all answers after replication.
 
-Versions 3-9 are served (record batch v2 only); 0-2, which carry the old message
-formats, get UNSUPPORTED_VERSION as Kafka 4.0 answers them (KIP-896).
+Every version Kafka 2.8 serves, 0-9. Versions 3+ must carry record batch v2. Versions
+0-2 carry what old clients write, magic 0 or 1 message sets (or v2, which Kafka takes
+from them too): those are checked by Kafka's rules and up-converted to one v2 batch
+(kafkalike.records.message_format), because the log holds v2 only. So are records for
+a topic whose message.format.version predates 0.11, whatever the version, so that the
+topic refuses what its format cannot hold (idempotence, transactions, headers) and
+keeps no timestamps where magic 0 has none. Responses take their fields by version
+(throttle time from v1, log append time from v2), which the codec does.
 """
 from __future__ import annotations
+
+import functools
+import time
 
 from twisted.internet import defer
 
 from kafkalike.broker.registry import RequestContext, handler
-from kafkalike.broker.topic_configs import TopicConfigs
 from kafkalike.common.topics import INTERNAL_TOPICS
+from kafkalike.common.versions import record_version as _record_version
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.produce import ProduceRequest, ProduceResponse
 from kafkalike.records.convert import needs_recompression, recompress, target_codec
 from kafkalike.records.header import InvalidRecordError
+from kafkalike.records.message_format import (
+    ConversionError, ProduceRules, from_producer, needs_conversion,
+)
 
 _Topic = ProduceResponse.TopicProduceResponse
 _Part = ProduceResponse.PartitionProduceResponse
 _RecordError = ProduceResponse.BatchIndexAndErrorMessage
+_LONG_MAX = (1 << 63) - 1  # message.timestamp.difference.max.ms's default: no limit
+# The magic a message.format.version writes, cached: looked up for every partition produced.
+_log_magic = functools.lru_cache(maxsize=64)(_record_version)
 
 
-@handler(0, versions=(3, 9))
+@handler(0, versions=(0, 9))
 def handle_produce(ctx: RequestContext, request: ProduceRequest):
     if request.acks not in (-1, 0, 1):
         return _answer(request, {}, ErrorCode.INVALID_REQUIRED_ACKS)
     entries = {}
     early = {}
+    messages = {}
     for topic in request.topic_data:
         for p in topic.partition_data:
             tp = (topic.name, p.index)
             if topic.name in INTERNAL_TOPICS:
                 early[tp] = ErrorCode.INVALID_TOPIC_EXCEPTION
-            elif p.records is None or len(p.records) == 0:
+            elif p.records is None or (len(p.records) == 0 and ctx.version >= 3):
                 early[tp] = ErrorCode.CORRUPT_MESSAGE
-            elif len(p.records) < 17 or p.records[16] != 2:
+            elif ctx.version >= 3 and (len(p.records) < 17 or p.records[16] != 2):
                 # Produce v3+ must carry record batch v2 (magic 2), as Kafka requires.
                 early[tp] = ErrorCode.INVALID_RECORD
             else:
                 try:
-                    entries[tp] = _as_topic_stores_it(ctx.topic_configs, topic.name, p.records)
+                    entries[tp] = _as_topic_stores_it(ctx, topic.name, p.records)
+                except ConversionError as exc:
+                    early[tp] = ErrorCode[exc.error]
+                    messages[tp] = f"{exc} in topic partition {topic.name}-{p.index}."
                 except InvalidRecordError:
                     early[tp] = ErrorCode.CORRUPT_MESSAGE
     result = ctx.replicas.append_records(entries, request.acks, request.timeout_ms, ctx.metadata.contains)
@@ -50,20 +69,30 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest):
             ctx.connection.transport.loseConnection()
         return None
     if isinstance(result, defer.Deferred):
-        return result.addCallback(lambda res: _answer(request, res, None, early))
-    return _answer(request, result, None, early)
+        return result.addCallback(lambda res: _answer(request, res, None, early, messages))
+    return _answer(request, result, None, early, messages)
 
 
-def _as_topic_stores_it(configs: TopicConfigs, topic: str, records):
-    """Recompress for topics with a fixed compression.type, as Kafka does."""
-    codec = target_codec(configs.effective(topic).compression_type)
+def _as_topic_stores_it(ctx: RequestContext, topic: str, records):
+    """What the log appends for these records: converted from an old format or for an
+    old-format topic, recompressed for a topic with a fixed compression.type, as Kafka does;
+    otherwise the client's bytes untouched (the hot path)."""
+    config = ctx.topic_configs.effective(topic)
+    log_magic = _log_magic(config.message_format_version)
+    codec = target_codec(config.compression_type)
+    if needs_conversion(records, log_magic):
+        limit = config.message_timestamp_difference_max_ms
+        rules = ProduceRules(log_magic, codec, config.max_message_bytes, None if limit >= _LONG_MAX else limit,
+                             config.log_append_time)
+        return from_producer(records, rules, int(time.time() * 1000))
     if codec is None or not needs_recompression(records, codec):
         return records
     return recompress(records, codec)
 
 
-def _answer(request, results, all_error=None, early=None) -> ProduceResponse:
+def _answer(request, results, all_error=None, early=None, messages=None) -> ProduceResponse:
     early = early or {}
+    messages = messages or {}
     topics = []
     for topic in request.topic_data:
         parts = []
@@ -72,7 +101,7 @@ def _answer(request, results, all_error=None, early=None) -> ProduceResponse:
             r = results.get(tp)
             if all_error is not None or r is None:
                 parts.append(_Part(index=p.index, error_code=int(all_error or early.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)),
-                                   base_offset=-1))
+                                   base_offset=-1, error_message=messages.get(tp)))
             else:
                 parts.append(_Part(index=p.index, error_code=int(r.error),
                                    base_offset=r.base_offset if r.error == ErrorCode.NONE else -1,
