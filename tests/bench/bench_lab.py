@@ -1,0 +1,126 @@
+"""The lab's start-up, per backend: from `up` to a fresh RF=3 topic with a full ISR, in one run.
+
+    python tests/bench/bench_lab.py [--rounds 3] [--backends local,netns] [--json FILE]
+
+Each round brings up a whole lab (ZooKeeper standalone and three brokers) on each backend
+in turn, the order alternating between rounds, each in a fresh lab directory under
+/dev/shm (the local one on a block of free ports). The clock starts when
+`bin/kafkalike-lab.sh up` is launched, exactly as a user types it, and reads:
+
+- up: `up` has exited (ZooKeeper serves, every broker is registered and told of the
+  controller);
+- full ISR: kafkalike's AdminClient (in this process) has created a topic with 3
+  partitions and replication factor 3, and ZooKeeper's partition state znodes show a
+  leader and all 3 replicas in the ISR for each of them;
+- down: `bin/kafkalike-lab.sh down` took this long (not counted in the others).
+
+netns needs root. Everything the script starts is stopped, and every lab directory,
+namespace and link removed, even when a round fails.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO_ROOT))
+
+from kafkalike.client.admin import AdminClient, NewTopic  # noqa: E402
+from kafkalike.lab.observe import ZooKeeperView  # noqa: E402
+from kafkalike.lab.processes import port_in_use  # noqa: E402
+from kafkalike.lab.state import LabState  # noqa: E402
+from kafkalike.lab.zookeeper import free_ports  # noqa: E402
+
+LAB = REPO_ROOT / "bin" / "kafkalike-lab.sh"
+TOPIC = "bench-lab"
+
+
+def lab(lab_dir: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    result = subprocess.run([str(LAB), *args, "--dir", str(lab_dir)], capture_output=True, text=True,
+                            timeout=timeout, env={**os.environ, "PYTHON": sys.executable}, cwd=REPO_ROOT)
+    if result.returncode != 0:
+        raise RuntimeError(f"kafkalike-lab.sh {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
+    return result
+
+
+def free_base_port(size: int = 16) -> int:
+    """A base port with `size` free ports above it, for the local lab's block."""
+    for _ in range(100):
+        [base] = free_ports(1)
+        if base + size < 65536 and not any(port_in_use("127.0.0.1", p) for p in range(base, base + size)):
+            return base
+    raise RuntimeError(f"no block of {size} free ports found")
+
+
+def one_round(backend: str) -> dict[str, float]:
+    scratch = Path(tempfile.mkdtemp(prefix="kafkalike-bench-lab-", dir="/dev/shm"))
+    lab_dir = scratch / "lab"
+    where = ["--backend", "netns"] if backend == "netns" else ["--base-port", str(free_base_port())]
+    try:
+        began = time.monotonic()
+        lab(lab_dir, "up", *where)
+        up = time.monotonic() - began
+        state = LabState.load(lab_dir)
+        with AdminClient({"bootstrap.servers": state.bootstrap, "default.api.timeout.ms": "30000"}) as admin:
+            admin.create_topics([NewTopic(TOPIC, 3, 3)])
+        with ZooKeeperView(state.zookeeper_connect) as zk:
+            while True:
+                try:
+                    if zk.full_isr(TOPIC):
+                        break
+                except Exception:       # the topic's znodes are not all written yet
+                    pass
+                if time.monotonic() - began > 120:
+                    raise RuntimeError("no full ISR after 120 s")
+                time.sleep(0.02)
+        full_isr = time.monotonic() - began
+        stopping = time.monotonic()
+        lab(lab_dir, "down")
+        return {"up": up, "full_isr": full_isr, "down": time.monotonic() - stopping}
+    finally:
+        if (lab_dir / "lab.json").exists():
+            subprocess.run([str(LAB), "down", "--timeout", "5", "--dir", str(lab_dir)], capture_output=True,
+                           env={**os.environ, "PYTHON": sys.executable})
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--backends", default="local,netns")
+    parser.add_argument("--json", metavar="FILE")
+    args = parser.parse_args()
+    backends = args.backends.split(",")
+    if "netns" in backends and os.geteuid() != 0:
+        parser.error("the netns backend needs root")
+    results: dict[str, list[dict[str, float]]] = {b: [] for b in backends}
+    for round_ in range(args.rounds):
+        order = backends if round_ % 2 == 0 else backends[::-1]
+        for backend in order:
+            timing = one_round(backend)
+            results[backend].append(timing)
+            print(f"round {round_ + 1} {backend:6} up {timing['up']:5.2f} s  full ISR {timing['full_isr']:5.2f} s  "
+                  f"down {timing['down']:5.2f} s", flush=True)
+    print()
+    print(f"{'backend':8} {'up (median, min-max)':24} {'up -> full ISR (median, min-max)':34} down (median)")
+    for backend, runs in results.items():
+        def column(key: str) -> str:
+            values = [r[key] for r in runs]
+            return f"{statistics.median(values):.2f} s ({min(values):.2f}-{max(values):.2f})"
+        print(f"{backend:8} {column('up'):24} {column('full_isr'):34} "
+              f"{statistics.median(r['down'] for r in runs):.2f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
