@@ -34,7 +34,8 @@ import time
 from typing import BinaryIO, Callable, Sequence, TextIO
 
 from kafkalike.cli import joptions
-from kafkalike.cli.joptions import KAFKA_COMMIT_ID, KAFKA_VERSION, Option, UsageError, parse_key_values, tools_error_line
+from kafkalike.cli.joptions import (KAFKA_COMMIT_ID, KAFKA_VERSION, JavaError, Option, UsageError, parse_key_values,
+                                     tools_error_line)
 from kafkalike.client.config import consumer_config
 from kafkalike.client.consumer import KafkaConsumer, TopicPartition
 from kafkalike.client.deserializers import is_passthrough, resolve_deserializer
@@ -105,20 +106,8 @@ OPTIONS = joptions.options_table(
 )
 
 
-class Uncaught(Exception):
-    """An exception Kafka does not catch (thrown while ConsumerConfig is built): the JVM prints it, exit 1."""
-
-    def __init__(self, java_class: str, message: str) -> None:
-        super().__init__(message)
-        self.line = f"{java_class}: {message}" if message else java_class
-
-    def report(self) -> str:
-        return (f'Exception in thread "main" {self.line}\n'
-                "\tat kafka.tools.ConsoleConsumer$ConsumerConfig.<init>(ConsoleConsumer.scala)\n")
-
-
-class SetupError(joptions.JavaException):
-    """Thrown inside ConsoleConsumer.run: logged as "Unknown error when running consumer", exit 1."""
+# Where Kafka throws what it does not catch while ConsumerConfig is built (the JVM prints it, exit 1).
+CONFIG_INIT = "kafka.tools.ConsoleConsumer$ConsumerConfig.<init>(ConsoleConsumer.scala)"
 
 
 def _arg_bytes(text: str) -> bytes:
@@ -131,11 +120,11 @@ def _deserializer(name: str | None, props: dict[str, str], is_key: bool) -> Call
     if name is None:
         return None
     if not name.startswith(JAVA_SERIALIZATION):
-        raise Uncaught("java.lang.ClassNotFoundException", name)
+        raise JavaError("java.lang.ClassNotFoundException", name)
     try:
         fn = resolve_deserializer(name, props, is_key)
     except KafkaError:
-        raise Uncaught("java.lang.ClassNotFoundException", name) from None
+        raise JavaError("java.lang.ClassNotFoundException", name) from None
     return None if is_passthrough(fn) else fn
 
 
@@ -207,13 +196,13 @@ class ConsumerOptions:
         if args.has("consumer.config"):
             path = args.value("consumer.config")
             if not os.path.isfile(path):
-                raise Uncaught("java.nio.file.NoSuchFileException", path)
+                raise JavaError("java.nio.file.NoSuchFileException", path)
             self.file_props = load_properties(path)
         self.from_beginning = args.has("from-beginning")
         self.partition = int(args.value("partition")) if args.has("partition") else None
         formatter_class = args.value("formatter")
         if formatter_class not in FORMATTERS:
-            raise Uncaught("java.lang.ClassNotFoundException", formatter_class)
+            raise JavaError("java.lang.ClassNotFoundException", formatter_class)
         formatter_args = parse_key_values(args.all("property"))
         for option, key in (("key-deserializer", "key.deserializer"), ("value-deserializer", "value.deserializer")):
             if args.value(option):
@@ -300,12 +289,12 @@ def _make_consumer(props: dict[str, str]) -> KafkaConsumer:
     try:
         consumer_config(props)
     except KafkaError as error:
-        raise SetupError(error.java_class, str(error)) from None
+        raise JavaError(error.java_class, str(error)) from None
     try:
         _check_resolvable(props["bootstrap.servers"])
         return KafkaConsumer(props)
     except KafkaError as error:
-        raise SetupError("org.apache.kafka.common.KafkaException", CONSTRUCTION_FAILED, error) from None
+        raise JavaError("org.apache.kafka.common.KafkaException", CONSTRUCTION_FAILED, error) from None
 
 
 def _check_resolvable(servers: str) -> None:
@@ -343,7 +332,7 @@ def _start(consumer: KafkaConsumer, conf: ConsumerOptions) -> None:
         try:
             pattern = re.compile(conf.whitelist)
         except re.error as error:
-            raise SetupError("java.util.regex.PatternSyntaxException", f"{error}\n{conf.whitelist}") from None
+            raise JavaError("java.util.regex.PatternSyntaxException", f"{error}\n{conf.whitelist}") from None
         consumer.subscribe(pattern)
     else:
         consumer.subscribe([conf.topic])
@@ -355,8 +344,8 @@ def run(argv: Sequence[str], out: BinaryIO, err: TextIO) -> int:
     except UsageError as error:
         err.write(f"{error}\n{joptions.format_help(OPTIONS)}")
         return 1
-    except Uncaught as error:
-        err.write(error.report())
+    except JavaError as error:
+        err.write(f'Exception in thread "main" {error.trace(CONFIG_INIT)}\n')
         return 1
     if conf.args.has("version"):
         _write(out, f"{KAFKA_VERSION} (Commit:{KAFKA_COMMIT_ID})\n".encode())
@@ -401,7 +390,7 @@ def _run(conf: ConsumerOptions, props: dict[str, str], out: BinaryIO, err: TextI
         except BaseException:
             consumer.close()
             raise
-    except SetupError as error:
+    except JavaError as error:  # thrown inside ConsoleConsumer.run: logged, exit 1
         _error(err, "Unknown error when running consumer: ", error.trace())
         return 1
     except KafkaError as error:

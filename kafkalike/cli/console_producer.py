@@ -24,7 +24,7 @@ from kafkalike.properties import load as load_properties
 from kafkalike.client.errors import KafkaError, java_view
 from kafkalike.client.producer import KafkaProducer, ProducerRecord
 from kafkalike.cli import joptions
-from kafkalike.cli.joptions import KAFKA_COMMIT_ID, KAFKA_VERSION, JavaException, Option, ParsedArgs, UsageError, parse_key_values
+from kafkalike.cli.joptions import KAFKA_COMMIT_ID, KAFKA_VERSION, JavaError, Option, ParsedArgs, UsageError, parse_key_values
 from kafkalike.cli.tool_main import run_tool
 
 DEFAULT_READER = "kafka.tools.ConsoleProducer$LineMessageReader"
@@ -148,13 +148,13 @@ class LineMessageReader:
         if self.parse_headers:
             for a, va, b, vb in pairs:
                 if va == vb:
-                    raise JavaException(KAFKA_EXCEPTION, f"{a} and {b} may not be equal")
+                    raise JavaError(KAFKA_EXCEPTION, f"{a} and {b} may not be equal")
         if self.null_marker is not None:
             for name, value in (("key.separator", self.key_separator), ("headers.separator", self.headers_separator),
                                 ("headers.delimiter", self.headers_delimiter),
                                 ("headers.key.separator", self.headers_key_separator)):
                 if self.null_marker == value:
-                    raise JavaException(KAFKA_EXCEPTION, f"null.marker and {name} may not be equal")
+                    raise JavaError(KAFKA_EXCEPTION, f"null.marker and {name} may not be equal")
 
     def _read_line(self) -> str | None:
         """BufferedReader.readLine: \\n, \\r and \\r\\n all end a line; malformed UTF-8 is replaced."""
@@ -199,7 +199,7 @@ class LineMessageReader:
         if n < 0:
             if self.ignore_error:
                 return ProducerRecord(self.topic, line.encode("utf-8"))
-            raise JavaException(KAFKA_EXCEPTION, f"No key found on line {self.line_number}: {line}")
+            raise JavaError(KAFKA_EXCEPTION, f"No key found on line {self.line_number}: {line}")
         value = line[n + len(self.key_separator):]
         return ProducerRecord(self.topic, value.encode("utf-8"), line[:n].encode("utf-8"))
 
@@ -210,7 +210,7 @@ class LineMessageReader:
         if index < 0:
             if self.ignore_error:
                 return None
-            raise JavaException(KAFKA_EXCEPTION, f"No {what} found on line number {self.line_number}: '{line}'")
+            raise JavaError(KAFKA_EXCEPTION, f"No {what} found on line number {self.line_number}: '{line}'")
         return line[start:index]
 
     def _split_headers(self, text: str) -> list[tuple[str, bytes | None]]:
@@ -219,13 +219,13 @@ class LineMessageReader:
             i = pair.find(self.headers_key_separator)
             if i < 0:
                 if not self.ignore_error:
-                    raise JavaException(KAFKA_EXCEPTION, f"No header key separator found in pair '{pair}' on line "
+                    raise JavaError(KAFKA_EXCEPTION, f"No header key separator found in pair '{pair}' on line "
                                                          f"number {self.line_number}")
                 out.append((pair, None))
                 continue
             key, value = pair[:i], pair[i + len(self.headers_key_separator):]
             if key == self.null_marker:
-                raise JavaException(KAFKA_EXCEPTION, "Header keys should not be equal to the null marker "
+                raise JavaError(KAFKA_EXCEPTION, "Header keys should not be equal to the null marker "
                                                      f"'{self.null_marker}' as they can't be null")
             out.append((key, None if value == self.null_marker else value.encode("utf-8")))
         return out
@@ -243,7 +243,7 @@ def producer_props(args: ParsedArgs) -> dict[str, str]:
     if args.has("producer.config"):
         path = args.value("producer.config")
         if not os.path.exists(path):
-            raise JavaException("java.nio.file.NoSuchFileException", path)
+            raise JavaError("java.nio.file.NoSuchFileException", path)
         props.update(load_properties(path))
     props.update(parse_key_values(args.all("producer-property")))
     props["bootstrap.servers"] = args.value("bootstrap-server") if args.has("bootstrap-server") \
@@ -290,12 +290,12 @@ def run(argv: Sequence[str], stdin: BinaryIO, out: TextIO, err: TextIO, interact
     producer = None
     try:
         if args.value("line-reader") != DEFAULT_READER:
-            raise JavaException("java.lang.ClassNotFoundException", args.value("line-reader"))
+            raise JavaError("java.lang.ClassNotFoundException", args.value("line-reader"))
         reader = LineMessageReader(stdin, {"topic": args.value("topic"), **parse_key_values(args.all("property"))})
         try:
             producer = KafkaProducer(producer_props(args))
         except KafkaError as error:
-            raise JavaException(KAFKA_EXCEPTION, "Failed to construct kafka producer", error) from None
+            raise JavaError(KAFKA_EXCEPTION, "Failed to construct kafka producer", error) from None
         sync = args.has("sync")
         while True:
             if interactive:
@@ -305,7 +305,7 @@ def run(argv: Sequence[str], stdin: BinaryIO, out: TextIO, err: TextIO, interact
             if record is None:
                 break
             _send(producer, record, sync)
-    except JavaException as error:
+    except JavaError as error:
         err.write(error.trace("kafka.tools.ConsoleProducer$.main(ConsoleProducer.scala)") + "\n")
         err.flush()
         return 1
@@ -323,7 +323,7 @@ def _send(producer: KafkaProducer, record: ProducerRecord, sync: bool) -> None:
         try:
             producer.send(record).get()
         except KafkaError as error:
-            raise JavaException("java.util.concurrent.ExecutionException", java_view(error), error) from None
+            raise JavaError("java.util.concurrent.ExecutionException", java_view(error), error) from None
         return
 
     def on_completion(metadata, error) -> None:

@@ -51,7 +51,8 @@ from kafkalike.cli.consumer_groups_options import (
     parse_duration,
     scenarios_text,
 )
-from kafkalike.cli.topics_options import CONFIG_EXCEPTION, JavaError, UsageError
+from kafkalike.cli.joptions import JavaError, UsageError
+from kafkalike.cli.topics_options import CONFIG_EXCEPTION
 from kafkalike.client.admin import AdminClient, KafkaAdminError
 from kafkalike.client.groups import (
     UNKNOWN_OFFSET,

@@ -15,8 +15,7 @@ import re
 from typing import Sequence, TextIO
 
 from kafkalike.cli import joptions
-from kafkalike.cli.joptions import Dialect, Option, ParsedArgs, UsageError
-from kafkalike.cli.topics_options import JavaError
+from kafkalike.cli.joptions import Dialect, JavaError, Option, ParsedArgs, UsageError
 
 NL = os.linesep
 

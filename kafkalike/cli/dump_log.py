@@ -5,17 +5,27 @@ record line repeats the batch fields (KAFKA-6181, reverted in 3.0), v2 records
 print `isValid: true crc: null`, and codec names are Java enum names (NONE, GZIP).
 Where Kafka would die with a stack trace (a corrupt size field, an index pointing
 nowhere) this tool reports the problem on stderr and carries on.
+
+The command line is DumpLogSegmentsOptions' (jopt-simple, through kafkalike.cli.joptions):
+Kafka 2.8's options and help, the usage message and option table on stderr with exit 1
+when no argument, --help or no --files is given, --version, and jopt's exceptions for a
+bad command line as the JVM prints them. The decoders of internal topics
+(--offsets-decoder, --transaction-log-decoder, --cluster-metadata-decoder) are accepted
+and refused with a message: they are not implemented.
 """
 from __future__ import annotations
 
-import argparse
 import mmap
 import os
 import struct
 import sys
 from dataclasses import dataclass, field
+from typing import Callable
 
 from crc32c import crc32c
+
+from kafkalike.cli import joptions
+from kafkalike.cli.joptions import KAFKA_COMMIT_ID, KAFKA_VERSION, Dialect, JavaError, Option, ParsedArgs, options_table
 
 from kafkalike.records import compression as codecs
 from kafkalike.records.batch import MIN_ENTRY_SIZE, RecordBatch, TIMESTAMP_TYPE_NAMES
@@ -144,6 +154,20 @@ class Options:
     index_sanity_check: bool = False
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     skip_record_metadata: bool = False
+    key_decoder: Callable[[bytes], str] = _text
+    value_decoder: Callable[[bytes], str] = _text
+    args: ParsedArgs | None = None   # the command line, for the values Kafka converts on first use
+
+
+def _convert_on_use(opts: Options, suffix: str) -> None:
+    """Kafka's lazy vals: --max-message-size and the decoder classes are converted when the
+    first file that needs them is dumped, so a bad one fails after the files before it."""
+    if opts.args is None or suffix not in (".log", ".index", ".timeindex"):
+        return
+    opts.max_message_size = opts.args.number("max-message-size")
+    if suffix == ".log":
+        opts.key_decoder = _decoder(opts.args, "key-decoder-class")
+        opts.value_decoder = _decoder(opts.args, "value-decoder-class")
 
 
 def _batch_line(batch, position: int) -> str:
@@ -201,10 +225,10 @@ def _record_line(batch, record, position: int, opts: Options) -> str:
             out.append(_control_text(record))
     if opts.print_data_log and not batch.is_control:
         if record.key is not None:
-            out.append(f"{prefix}key: {_text(record.key)}")
+            out.append(f"{prefix}key: {opts.key_decoder(record.key)}")
             prefix = " "
         if record.value is not None:
-            out.append(f" payload: {_text(record.value)}")
+            out.append(f" payload: {opts.value_decoder(record.value)}")
     return "".join(out)
 
 
@@ -418,42 +442,124 @@ _DUMPERS = {
 }
 
 
+# -- the command line: DumpLogSegmentsOptions ------------------------------------------------------
+
+DESCRIPTION = ("This tool helps to parse a log file and dump its contents to the console, useful for debugging a "
+               "seemingly corrupt log segment.")
+STRING_DECODER = "kafka.serializer.StringDecoder"
+_DECODER_HELP = ("This class should implement kafka.serializer.Decoder trait. Custom jar should be available in "
+                 "kafka/libs directory.")
+OPTIONS = options_table(
+    Option("print-data-log", "if set, printing the messages content when dumping data logs. Automatically set if "
+           "any decoder option is specified."),
+    Option("verify-index-only", "if set, just verify the index log without printing its content."),
+    Option("index-sanity-check", "if set, just checks the index sanity without printing its content. This is the "
+           "same check that is executed on broker startup to determine if an index needs rebuilding or not."),
+    Option("files", "REQUIRED: The comma separated list of data and index log files to be dumped.",
+           "file1, file2, ..."),
+    Option("max-message-size", "Size of largest message.", "size", "Integer", default=str(DEFAULT_MAX_MESSAGE_SIZE)),
+    Option("deep-iteration", "if set, uses deep instead of shallow iteration. Automatically set if print-data-log "
+           "is enabled."),
+    Option("value-decoder-class", "if set, used to deserialize the messages. " + _DECODER_HELP, "",
+           default=STRING_DECODER, optional_arg=True),
+    Option("key-decoder-class", "if set, used to deserialize the keys. " + _DECODER_HELP, "",
+           default=STRING_DECODER, optional_arg=True),
+    Option("offsets-decoder", "if set, log data will be parsed as offset data from the __consumer_offsets topic."),
+    Option("transaction-log-decoder", "if set, log data will be parsed as transaction metadata from the "
+           "__transaction_state topic."),
+    Option("cluster-metadata-decoder", "if set, log data will be parsed as cluster metadata records."),
+    Option("skip-record-metadata", "whether to skip printing metadata for each record."),
+    Option("help", "Print usage information."),
+    Option("version", "Display Kafka version."),
+)
+# DumpLogSegmentsOptions calls parser.parse directly (jopt's exceptions escape main), values
+# are converted when used, and CommandDefaultOptions' parser takes whole option names only.
+DIALECT = Dialect(error=JavaError, convert_at_parse=False, flag_values=False, single_value=True,
+                  optional_arg_yields_to="option", abbreviations=False)
+# Kafka's decoders of internal topics' records: accepted as Kafka accepts them, then refused.
+_NOT_IMPLEMENTED = ("offsets-decoder", "transaction-log-decoder", "cluster-metadata-decoder")
+MAIN = "kafka.tools.DumpLogSegments$.main(DumpLogSegments.scala)"
+
+
+def _fixed_width(size: int, fmt: str) -> Callable[[bytes], str]:
+    def decode(data: bytes) -> str:
+        if len(data) < size:  # ByteBuffer.getInt/getLong on too few bytes
+            raise JavaError("java.nio.BufferUnderflowException")
+        return str(struct.unpack_from(fmt, data)[0])
+    return decode
+
+
+def _array_identity(data: bytes) -> str:
+    """What Scala's string interpolation shows for a byte array: its class and identity hash."""
+    return f"[B@{id(data) & 0x7FFFFFFF:x}"
+
+
+# kafka.serializer's decoders, by the class name --key-decoder-class / --value-decoder-class take.
+DECODERS: dict[str, Callable[[bytes], str]] = {
+    STRING_DECODER: _text,
+    "kafka.serializer.IntegerDecoder": _fixed_width(4, ">i"),
+    "kafka.serializer.LongDecoder": _fixed_width(8, ">q"),
+    "kafka.serializer.DefaultDecoder": _array_identity,
+}
+
+
+class _Usage(Exception):
+    """CommandLineUtils.printUsageAndDie: the message, then the option table, on stderr; exit 1."""
+
+
+class _Version(Exception):
+    """CommandLineUtils.printVersionAndDie: the version on stdout; exit 0."""
+
+
+def _decoder(args: ParsedArgs, option: str) -> Callable[[bytes], str]:
+    """CoreUtils.createObject of the named decoder class (only when a data log is dumped)."""
+    name = args.value(option) or STRING_DECODER
+    if name not in DECODERS:
+        raise JavaError("java.lang.ClassNotFoundException", name)
+    return DECODERS[name]
+
+
 def parse_args(argv) -> Options:
-    parser = argparse.ArgumentParser(
-        prog="kafka-dump-log.sh",
-        description="This tool helps to parse a log file and dump its contents to the console, "
-                    "useful for debugging a seemingly corrupt log segment.")
-    parser.add_argument("--files", required=True, metavar="file1, file2, ...",
-                        help="REQUIRED: The comma separated list of data and index log files to be dumped.")
-    parser.add_argument("--print-data-log", action="store_true",
-                        help="if set, printing the messages content when dumping data logs. "
-                             "Automatically set if any decoder option is specified.")
-    parser.add_argument("--deep-iteration", action="store_true",
-                        help="if set, uses deep instead of shallow iteration. Automatically set "
-                             "if print-data-log is enabled.")
-    parser.add_argument("--verify-index-only", action="store_true",
-                        help="if set, just verify the index log without printing its content.")
-    parser.add_argument("--index-sanity-check", action="store_true",
-                        help="if set, just checks the index sanity without printing its content. "
-                             "This is the same check that is executed on broker startup to determine "
-                             "if an index needs rebuilding or not.")
-    parser.add_argument("--max-message-size", type=int, default=DEFAULT_MAX_MESSAGE_SIZE,
-                        metavar="size", help="Size of largest message.")
-    parser.add_argument("--skip-record-metadata", action="store_true",
-                        help="whether to skip printing metadata for each record.")
-    ns = parser.parse_args(argv)
-    return Options(files=ns.files.split(","), print_data_log=ns.print_data_log,
-                   deep_iteration=ns.deep_iteration or ns.print_data_log,
-                   verify_index_only=ns.verify_index_only,
-                   index_sanity_check=ns.index_sanity_check,
-                   max_message_size=ns.max_message_size,
-                   skip_record_metadata=ns.skip_record_metadata)
+    """DumpLogSegmentsOptions, CommandLineUtils.printHelpAndExitIfNeeded and checkArgs, in Kafka's order."""
+    args = joptions.parse_args(OPTIONS, argv, DIALECT)
+    if not argv or args.has("help"):
+        raise _Usage(DESCRIPTION)
+    if args.has("version"):
+        raise _Version()
+    if not args.has("files"):
+        raise _Usage(f'Missing required argument "{OPTIONS["files"]}"')
+    print_data_log = args.has("print-data-log") or any(
+        args.has(o) for o in ("value-decoder-class", "key-decoder-class") + _NOT_IMPLEMENTED)
+    return Options(files=(args.value("files") or "").split(","), print_data_log=print_data_log,
+                   deep_iteration=args.has("deep-iteration") or print_data_log,
+                   verify_index_only=args.has("verify-index-only"),
+                   index_sanity_check=args.has("index-sanity-check"),
+                   skip_record_metadata=args.has("skip-record-metadata"), args=args)
 
 
 def main(argv=None) -> int:
-    """Entry point; returns 0, or 1 if some file could not be read or was corrupt."""
-    opts = parse_args(sys.argv[1:] if argv is None else argv)
+    """Entry point; returns 0, or 1 if some file could not be read or was corrupt.
+
+    A usage error ends the tool as Kafka's printUsageAndDie does: SystemExit(1).
+    """
     out, err = sys.stdout, sys.stderr
+    try:
+        opts = parse_args(sys.argv[1:] if argv is None else argv)
+    except _Usage as usage:
+        err.write(f"{usage}\n{joptions.format_help(OPTIONS, DIALECT)}")
+        err.flush()
+        raise SystemExit(1) from None
+    except _Version:
+        out.write(f"{KAFKA_VERSION} (Commit:{KAFKA_COMMIT_ID})\n")
+        return 0
+    except JavaError as error:  # jopt's exception escapes main: the JVM prints it, exit 1
+        err.write(f'Exception in thread "main" {error.trace(MAIN)}\n')
+        return 1
+    unsupported = [o for o in _NOT_IMPLEMENTED if opts.args is not None and opts.args.has(o)]
+    if unsupported:
+        err.write(f"kafkalike's kafka-dump-log does not implement --{unsupported[0]} (Kafka 2.8's decoder of "
+                  "internal topics' records); use --print-data-log to see the raw keys and values\n")
+        return 1
     for stream in (out, err):
         # Payloads are printed as text; a terminal that cannot show a character
         # must not end the dump.
@@ -465,6 +571,10 @@ def main(argv=None) -> int:
                 pass
     try:
         return _dump_all(opts, out, err)
+    except JavaError as error:  # thrown while dumping (a bad --max-message-size, an unknown decoder)
+        out.flush()
+        err.write(f'Exception in thread "main" {error.trace(MAIN)}\n')
+        return 1
     except BrokenPipeError:
         # Output piped into `head` and closed: stop quietly rather than with a traceback.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -482,6 +592,7 @@ def _dump_all(opts: Options, out, err) -> int:
         if dumper is None:
             print(f"Ignoring unknown file {path}", file=err)
             continue
+        _convert_on_use(opts, suffix)
         try:
             dumper(path, opts, findings, out, err)
         except ValueError as exc:  # InvalidRecordError, or a file name that is not an offset

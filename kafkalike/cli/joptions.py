@@ -1,18 +1,22 @@
 """The command line layer of the console tools, as jopt-simple and Kafka's CommandLineUtils shape it.
 
-The one parser and help-table formatter of the tools that read their options the way
-Kafka's do (kafka-console-producer, kafka-console-consumer, kafka-topics,
-kafka-consumer-groups): long options with one or two dashes, `--name value` or
-`--name=value`, unique abbreviations of a long name (`--from-beg`), non-option words
-ignored, `--` ends the options. Presence is kept apart from defaults ("given" vs. "has a
-value"), because Kafka's checks look at `options.has(...)` and a default must never count
-as given. Where the tools differ (how a jopt error surfaces, when numbers are checked, the
-help table's padding, ...) a tool passes its Dialect; the default is the console tools':
-a usage error is reported as CommandLineUtils.printUsageAndDie does: the message, then the
-option table, on stderr, exit status 1.
+The one parser and help-table formatter of the tools whose Kafka counterparts read their
+options with jopt-simple (kafka-console-producer, kafka-console-consumer, kafka-topics,
+kafka-consumer-groups, kafka-dump-log, kafka-leader-election,
+kafka-preferred-replica-election): long options with one or two dashes, `--name value` or
+`--name=value`, unique abbreviations of a long name (`--from-beg`) where the tool's
+Dialect allows them, non-option words ignored, `--` ends the options. Presence is kept
+apart from defaults ("given" vs. "has a value"), because Kafka's checks look at
+`options.has(...)` and a default must never count as given. Where the tools differ (how a
+jopt error surfaces, when numbers are checked, the help table's padding, ...) a tool
+passes its Dialect; the default is the console tools': a usage error is reported as
+CommandLineUtils.printUsageAndDie does: the message, then the option table, on stderr,
+exit status 1. (The verifiable tools, argparse4j programs in Kafka, are in argparse4j.py.)
 
-Also here: log4j's tools layout ("[%d] %p %m (%c)%n") with Java logger names, which the
-tools use for their log lines on stderr.
+Also here: JavaError, the one exception class of all the tools (a Java exception's class,
+message and cause, printed as the JVM or the tool's logger would), and log4j's tools
+layout ("[%d] %p %m (%c)%n") with Java logger names, which the tools use for their log
+lines on stderr.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Mapping, Sequence, TextIO
 
-from kafkalike.client.errors import java_view
+from kafkalike.client.errors import KafkaError, java_view
 from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 
 
@@ -46,23 +50,52 @@ def options_table(*options: Option) -> dict[str, Option]:
     return {o.name: o for o in options}
 
 
-class JavaException(Exception):
-    """A failure a Kafka tool reports as a Java exception: its class and message, where it
-    was thrown (optional), then its cause."""
+class JavaError(Exception):
+    """A failure a Kafka tool reports as the Java exception it would have thrown: the class,
+    the message (None when Java's getMessage() is null) and the cause, if any.
 
-    def __init__(self, java_class: str, message: str, cause: BaseException | None = None) -> None:
+    The one exception class of every tool: kafka-topics and kafka-consumer-groups print it
+    as the JVM prints what escapes main (Utils.stackTrace), the console tools log it with
+    `trace`, the election tools print `render`.
+    """
+
+    def __init__(self, java_class: str, message: str | None = None, cause: BaseException | None = None) -> None:
         super().__init__(message)
         self.java_class = java_class
         self.message = message
         self.cause = cause
 
     def trace(self, at: str | None = None) -> str:
+        """The exception line (no ': ' without a message), where it was thrown, then its cause."""
         lines = [f"{self.java_class}: {self.message}" if self.message else self.java_class]
         if at is not None:
             lines.append(f"\tat {at}")
         if self.cause is not None:
-            lines.append("Caused by: " + java_view(self.cause))
+            lines.append("Caused by: " + throwable(self.cause))
         return "\n".join(lines)
+
+    def render(self) -> str:
+        """Throwable.toString, then a `Caused by:` line per cause down the chain."""
+        text = self.java_class if self.message is None else f"{self.java_class}: {self.message}"
+        cause = self.cause
+        while cause is not None:
+            text += "\nCaused by: " + throwable(cause)
+            cause = getattr(cause, "cause", None)
+        return text
+
+
+def throwable(error: BaseException) -> str:
+    """Throwable.toString of any error a tool meets: `java.class.Name: message`, or the class
+    alone when there is no message (our client's errors and the admin client's carry their
+    Java class names)."""
+    if isinstance(error, JavaError):
+        return error.java_class if error.message is None else f"{error.java_class}: {error.message}"
+    if isinstance(error, KafkaError):
+        return java_view(error)
+    java_class = getattr(error, "java_class", None)    # the admin client's KafkaAdminError
+    if isinstance(java_class, str):
+        return f"{java_class}: {getattr(error, 'message', str(error))}"
+    return java_view(error)
 
 
 class UsageError(Exception):
@@ -93,6 +126,8 @@ class Dialect:
     #                                       (else the last one)
     padded_help: bool = False            # help rows padded to the full width, trailing spaces kept
     help_paragraphs: bool = False        # a line separator in a description starts a new line in the help
+    abbreviations: bool = True           # unique prefixes of a long name accepted (jopt's AbbreviationMap);
+    #                                       else only whole names (OptionParser(false), as CommandDefaultOptions)
 
 
 CONSOLE = Dialect()
@@ -145,7 +180,7 @@ def resolve(options: Mapping[str, Option], name: str, dialect: Dialect = CONSOLE
     """An exact name first, then a unique abbreviation (jopt-simple's AbbreviationMap)."""
     if name in options:
         return options[name]
-    matches = [o for n, o in options.items() if n.startswith(name)] if name else []
+    matches = [o for n, o in options.items() if n.startswith(name)] if name and dialect.abbreviations else []
     if len(matches) != 1:
         raise dialect.error(JOPT + "UnrecognizedOptionException", f"{name} is not a recognized option")
     return matches[0]
@@ -167,6 +202,8 @@ def _takes_optional(options: Mapping[str, Option], word: str, dialect: Dialect) 
     if not word.startswith("-") or word in ("-", "--"):
         return True
     name = word.lstrip("-").partition("=")[0]
+    if not dialect.abbreviations:
+        return name not in options
     return name not in options and len([n for n in options if n.startswith(name)] if name else []) != 1
 
 
@@ -310,6 +347,6 @@ def tools_error_line(message: str, logger: str, trace: str) -> str:
     return f"[{log_stamp(time.time())}] ERROR {message} ({logger})\n{trace}\n"
 
 
-__all__ = ["CONSOLE", "Dialect", "KAFKA_COMMIT_ID", "KAFKA_VERSION", "Option", "ParsedArgs", "ToolsLayout", "UsageError", "format_help", "log_stamp",
-           "options_table", "parse_args", "parse_key_values", "resolve", "setup_tools_logging", "tools_error_line", "tools_logging",
-           "ADMIN_LOGGERS"]
+__all__ = ["ADMIN_LOGGERS", "CONSOLE", "Dialect", "JavaError", "KAFKA_COMMIT_ID", "KAFKA_VERSION", "Option", "ParsedArgs",
+           "ToolsLayout", "UsageError", "format_help", "log_stamp", "options_table", "parse_args", "parse_key_values",
+           "resolve", "setup_tools_logging", "throwable", "tools_error_line", "tools_logging"]

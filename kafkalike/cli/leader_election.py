@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
 from typing import Callable, Sequence, TextIO
 
-from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
+from kafkalike.cli.joptions import (KAFKA_COMMIT_ID, KAFKA_VERSION, Dialect, JavaError, Option, ParsedArgs,
+                                    options_table, parse_args, throwable)
 from kafkalike.properties import load as load_properties
 from kafkalike.client.admin import AdminClient, KafkaAdminError
 from kafkalike.protocol.errors import ErrorCode
@@ -73,70 +73,23 @@ Option                                  Description
 """
 
 
-class JavaError(Exception):
-    """An exception the Java tool lets escape main: the JVM prints it and exits 1."""
+# LeaderElectionCommandOptions (and the deprecated tool's options) call parser.parse
+# directly: jopt's exceptions escape main, values are converted when the command asks for
+# them, and CommandDefaultOptions' parser takes whole option names only.
+DIALECT = Dialect(error=JavaError, convert_at_parse=False, flag_values=False, abbreviations=False)
 
-    def __init__(self, java_class: str, message: str | None, cause: BaseException | None = None) -> None:
-        super().__init__(message)
-        self.java_class, self.message, self.cause = java_class, message, cause
-
-    def render(self) -> str:
-        text = self.java_class if self.message is None else f"{self.java_class}: {self.message}"
-        cause = self.cause
-        while cause is not None:
-            text += "\nCaused by: " + java_view(cause)
-            cause = getattr(cause, "cause", None)
-        return text
-
-
-def java_view(error: BaseException) -> str:
-    """How Java's Throwable.toString shows this error."""
-    if isinstance(error, KafkaAdminError):
-        return f"{error.java_class}: {error.message}"
-    if isinstance(error, JavaError):
-        return error.java_class if error.message is None else f"{error.java_class}: {error.message}"
-    return f"{type(error).__module__}.{type(error).__qualname__}: {error}"
-
-
-@dataclass
-class Options:
-    """jopt-simple's view of the command line: each option's values in order."""
-
-    values: dict[str, list[str | None]] = field(default_factory=dict)
-
-    def has(self, name: str) -> bool:
-        return name in self.values
-
-    def value(self, name: str) -> str | None:
-        found = self.values.get(name)
-        return found[-1] if found else None
-
-
-def parse_options(argv: Sequence[str], with_arg: set[str], flags: set[str]) -> Options:
-    """`--name value` and `--name=value`; unknown names fail as jopt-simple's do."""
-    opts = Options()
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        if not word.startswith("--"):
-            raise JavaError("joptsimple.UnrecognizedOptionException", f"{word} is not a recognized option")
-        name, eq, inline = word[2:].partition("=")
-        if name in flags:
-            opts.values.setdefault(name, []).append(None)
-        elif name in with_arg:
-            if eq:
-                value = inline
-            elif i + 1 < len(argv):
-                i += 1
-                value = argv[i]
-            else:
-                raise JavaError("joptsimple.OptionMissingRequiredArgumentException",
-                                f"Option {name} requires an argument")
-            opts.values.setdefault(name, []).append(value)
-        else:
-            raise JavaError("joptsimple.UnrecognizedOptionException", f"{name} is not a recognized option")
-        i += 1
-    return opts
+# The options as jopt sees them (the help text is HELP above).
+OPTIONS = options_table(
+    Option("bootstrap-server", "", "host:port"),
+    Option("admin.config", "", "config file"),
+    Option("path-to-json-file", "", "Path to JSON file"),
+    Option("topic", "", "topic name"),
+    Option("partition", "", "partition id", "Integer"),
+    Option("election-type", "", "election type", "[PREFERRED,UNCLEAN]"),
+    Option("all-topic-partitions", ""),
+    Option("help", ""),
+    Option("version", ""),
+)
 
 
 def parse_partitions_json(text: str, what: str = "Replica election data",
@@ -163,14 +116,14 @@ def parse_partitions_json(text: str, what: str = "Replica election data",
     return partitions
 
 
-def admin_config(opts: Options, config_option: str) -> dict[str, str]:
+def admin_config(opts: ParsedArgs, config_option: str) -> dict[str, str]:
     config = load_properties(opts.value(config_option)) if opts.has(config_option) else {}
     config["bootstrap.servers"] = opts.value("bootstrap-server") or ""
     config["request.timeout.ms"] = str(TIMEOUT_MS)
     return config
 
 
-def _validate(opts: Options) -> None:
+def _validate(opts: ParsedArgs) -> None:
     missing = [name for name in ("election-type", "bootstrap-server") if not opts.has(name)]
     if missing:
         raise JavaError(ADMIN_COMMAND_FAILED, f"Missing required option(s): {', '.join(missing)}")
@@ -184,7 +137,7 @@ def _validate(opts: Options) -> None:
         raise JavaError(ADMIN_COMMAND_FAILED, "Option partition is only allowed if topic is used")
 
 
-def _convert(opts: Options) -> tuple[str, list[tuple[str, int]] | None]:
+def _convert(opts: ParsedArgs) -> tuple[str, list[tuple[str, int]] | None]:
     raw = opts.value("election-type") or ""
     if raw.upper() not in ELECTION_TYPES:
         raise JavaError("joptsimple.OptionArgumentConversionException",
@@ -219,7 +172,7 @@ def elect(admin: AdminClient, election_type: str, partitions: list[tuple[str, in
     if failed:
         for t, p in failed:
             out.write(f"Error completing leader election ({election_type}) for partition: {t}-{p}: "
-                      f"{java_view(results[(t, p)])}\n")
+                      f"{throwable(results[(t, p)])}\n")
         raise JavaError(ADMIN_COMMAND_FAILED, f"{len(failed)} replica(s) could not be elected")
 
 
@@ -245,9 +198,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     args = sys.argv[1:] if argv is None else list(argv)
 
     def body() -> int:
-        opts = parse_options(args, {"bootstrap-server", "admin.config", "path-to-json-file", "topic",
-                                    "partition", "election-type"},
-                             {"all-topic-partitions", "help", "version"})
+        opts = parse_args(OPTIONS, args, DIALECT)
         if not args or opts.has("help"):
             out.write(HELP)
             return 0

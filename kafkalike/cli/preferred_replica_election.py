@@ -14,14 +14,13 @@ from typing import Sequence, TextIO
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
+from kafkalike.cli.joptions import (KAFKA_COMMIT_ID, KAFKA_VERSION, JavaError, Option, options_table, parse_args,
+                                    throwable)
 from kafkalike.cli.leader_election import (
     ADMIN_COMMAND_FAILED,
     ADMIN_OPERATION,
-    JavaError,
+    DIALECT,
     admin_config,
-    java_view,
-    parse_options,
     parse_partitions_json,
     run_like_java_main,
 )
@@ -63,6 +62,18 @@ Option                                  Description
 """
 
 
+# The options as jopt sees them (the help text is HELP above).
+OPTIONS = options_table(
+    Option("bootstrap-server", "", "host:port"),
+    Option("zookeeper", "", "urls"),
+    Option("admin.config", "", "config file"),
+    Option("path-to-json-file", "", "list of partitions for which preferred replica leader election needs to be "
+           "triggered"),
+    Option("help", ""),
+    Option("version", ""),
+)
+
+
 def scala_set(items: list[str]) -> str:
     """Scala 2.13's toString of an immutable Set: Set1..Set4, then a HashSet."""
     return ("Set(" if len(items) <= 4 else "HashSet(") + ", ".join(items) + ")"
@@ -88,7 +99,7 @@ def elect_through_admin(admin: AdminClient, partitions: list[tuple[str, int]] | 
         for tp in failed:
             error = results.get(tp) or KafkaAdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             out.write(f"Error completing preferred replica election for partition {tp[0]}-{tp[1]}: "
-                      f"{java_view(error)}\n")
+                      f"{throwable(error)}\n")
         raise JavaError(ADMIN_COMMAND_FAILED, f"{len(failed)} preferred replica(s) could not be elected")
 
 
@@ -148,8 +159,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
 
     def body() -> int:
         out.write(DEPRECATION)
-        opts = parse_options(args, {"bootstrap-server", "zookeeper", "admin.config", "path-to-json-file"},
-                             {"help", "version"})
+        opts = parse_args(OPTIONS, args, DIALECT)
         if not args or opts.has("help"):
             out.write(HELP)
             return 0

@@ -20,6 +20,7 @@ from typing import Mapping, Sequence, TextIO
 from kafkalike.cli import joptions
 from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.properties import load as load_properties
+from kafkalike.cli.joptions import JavaError
 from kafkalike.cli.topics_describe import (
     DescribeFilter,
     PartitionView,
@@ -33,7 +34,6 @@ from kafkalike.cli.topics_options import (
     CONFIG_EXCEPTION,
     ILLEGAL_ARGUMENT,
     KAFKA_ERRORS,
-    JavaError,
     ParsedArgs,
     TopicRequest,
     UsageError,

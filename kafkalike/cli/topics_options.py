@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence, TextIO
 
 from kafkalike.cli import joptions
-from kafkalike.cli.joptions import Dialect, Option, ParsedArgs, UsageError
+from kafkalike.cli.joptions import Dialect, JavaError, Option, ParsedArgs, UsageError
 from kafkalike.common.topics import INTERNAL_TOPICS
 from kafkalike.storage.config import CONFIG_KEYS, KEYS_BY_NAME, LogConfig
 
@@ -25,16 +25,6 @@ ILLEGAL_ARGUMENT = "java.lang.IllegalArgumentException"
 ADMIN_OPERATION = "kafka.admin.AdminOperationException"
 KAFKA_ERRORS = "org.apache.kafka.common.errors."
 CONFIG_EXCEPTION = "org.apache.kafka.common.config.ConfigException"
-
-
-class JavaError(Exception):
-    """A failure Kafka would raise as this Java exception class, with this message."""
-
-    def __init__(self, java_class: str, message: str | None = None, cause: JavaError | None = None) -> None:
-        super().__init__(message)
-        self.java_class = java_class
-        self.message = message
-        self.cause = cause
 
 
 class VersionRequested(Exception):

@@ -15,6 +15,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from kafkalike.cli.joptions import JavaError
 from kafkalike.cli.topics_describe import (
     DescribeFilter,
     PartitionView,
@@ -27,7 +28,6 @@ from kafkalike.cli.topics_options import (
     ADMIN_OPERATION,
     ILLEGAL_ARGUMENT,
     KAFKA_ERRORS,
-    JavaError,
     ParsedArgs,
     TopicRequest,
     ensure_topic_exists,

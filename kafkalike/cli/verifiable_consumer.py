@@ -24,6 +24,7 @@ from typing import Any, Iterable, Sequence, TextIO
 from kafkalike.properties import load as load_properties
 from kafkalike.client.consumer import ConsumerRecord, KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafkalike.client.errors import WakeupError
+from kafkalike.cli.argparse4j import INTEGER, ArgumentParser
 from kafkalike.cli.tool_main import JsonEvents, run_tool
 
 log = logging.getLogger("kafkalike.cli.verifiable_consumer")
@@ -186,12 +187,13 @@ def _offset(value: Any) -> int:
     return value.offset if isinstance(value, OffsetAndMetadata) else int(value)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser() -> ArgumentParser:
+    parser = ArgumentParser(
         prog="verifiable-consumer",
         description="This tool consumes messages from a specific topic and emits consumer events (e.g. group "
                     "rebalances, received messages, and offsets committed) as JSON objects to STDOUT.")
-    connection = parser.add_mutually_exclusive_group(required=True)
+    group = parser.add_argument_group("Connection Group", "Group of arguments for connection to brokers")
+    connection = group.add_mutually_exclusive_group(required=True)
     connection.add_argument("--bootstrap-server", dest="bootstrap_server", metavar="HOST1:PORT1[,HOST2:PORT2[...]]",
                             help="REQUIRED unless --broker-list(deprecated) is specified. The server(s) to "
                                  "connect to. Comma-separated list of Kafka brokers in the form "
@@ -205,10 +207,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="The groupId shared among members of the consumer group")
     parser.add_argument("--group-instance-id", dest="group_instance_id", metavar="GROUP_INSTANCE_ID",
                         help="A unique identifier of the consumer instance")
-    parser.add_argument("--max-messages", dest="max_messages", type=int, default=-1, metavar="MAX-MESSAGES",
+    parser.add_argument("--max-messages", dest="max_messages", type=INTEGER, default=-1, metavar="MAX-MESSAGES",
                         help="Consume this many messages. If -1 (the default), the consumer will consume until "
                              "the process is killed externally")
-    parser.add_argument("--session-timeout", dest="session_timeout", type=int, default=30000, metavar="TIMEOUT_MS",
+    parser.add_argument("--session-timeout", dest="session_timeout", type=INTEGER, default=30000, metavar="TIMEOUT_MS",
                         help="Set the consumer's session timeout")
     parser.add_argument("--verbose", action="store_true", help="Enable to log individual consumed records")
     parser.add_argument("--enable-autocommit", dest="use_auto_commit", action="store_true",

@@ -17,6 +17,7 @@ from typing import Any, Sequence, TextIO
 
 from kafkalike.properties import load as load_properties
 from kafkalike.client.producer import KafkaProducer
+from kafkalike.cli.argparse4j import INTEGER, LONG, ArgumentParser
 from kafkalike.cli.tool_main import JsonEvents, run_tool
 
 STRING_SERIALIZER = "org.apache.kafka.common.serialization.StringSerializer"
@@ -104,33 +105,34 @@ class VerifiableProducer:
                         target_throughput=self.throughput, avg_throughput=1000 * self.num_acked / elapsed)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser() -> ArgumentParser:
+    parser = ArgumentParser(
         prog="verifiable-producer",
         description="This tool produces increasing integers to the specified topic and prints JSON metadata to "
                     "stdout on each \"send\" request, making externally visible which messages have been acked "
                     "and which have not.")
     parser.add_argument("--topic", required=True, metavar="TOPIC", help="Produce messages to this topic.")
-    connection = parser.add_mutually_exclusive_group(required=True)
+    group = parser.add_argument_group("Connection Group", "Group of arguments for connection to brokers")
+    connection = group.add_mutually_exclusive_group(required=True)
     connection.add_argument("--bootstrap-server", dest="bootstrap_server", metavar="HOST1:PORT1[,HOST2:PORT2[...]]",
                             help="The server(s) to connect to.")
     connection.add_argument("--broker-list", dest="broker_list", metavar="HOST1:PORT1[,HOST2:PORT2[...]]",
                             help="DEPRECATED, use --bootstrap-server instead; ignored if --bootstrap-server "
                                  "is specified.")
-    parser.add_argument("--max-messages", dest="max_messages", type=int, default=-1, metavar="MAX-MESSAGES",
+    parser.add_argument("--max-messages", dest="max_messages", type=INTEGER, default=-1, metavar="MAX-MESSAGES",
                         help="Produce this many messages. If -1, produce until the process is killed.")
-    parser.add_argument("--throughput", type=int, default=-1, metavar="THROUGHPUT",
+    parser.add_argument("--throughput", type=INTEGER, default=-1, metavar="THROUGHPUT",
                         help="If set >= 0, throttle to *approximately* THROUGHPUT messages/sec.")
-    parser.add_argument("--acks", type=int, default=-1, choices=(0, 1, -1), metavar="ACKS",
+    parser.add_argument("--acks", type=INTEGER, default=-1, choices=(0, 1, -1), metavar="ACKS",
                         help="Acks required on each produced message.")
     parser.add_argument("--producer.config", dest="producer_config", metavar="CONFIG_FILE",
                         help="Producer config properties file.")
-    parser.add_argument("--message-create-time", dest="create_time", type=int, default=-1, metavar="CREATETIME",
+    parser.add_argument("--message-create-time", dest="create_time", type=LONG, default=-1, metavar="CREATETIME",
                         help="Send messages with creation time starting at the arguments value, in "
                              "milliseconds since epoch")
-    parser.add_argument("--value-prefix", dest="value_prefix", type=int, metavar="VALUE-PREFIX",
+    parser.add_argument("--value-prefix", dest="value_prefix", type=INTEGER, metavar="VALUE-PREFIX",
                         help="If specified, each produced value will have this prefix with a dot separator")
-    parser.add_argument("--repeating-keys", dest="repeating_keys", type=int, metavar="REPEATING-KEYS",
+    parser.add_argument("--repeating-keys", dest="repeating_keys", type=INTEGER, metavar="REPEATING-KEYS",
                         help="If specified, each produced record will have a key starting at 0 increment by 1 "
                              "up to the number specified (exclusive), then the key is set to 0 again")
     return parser
