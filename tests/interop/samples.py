@@ -16,11 +16,6 @@ from kafka.record.memory_records import MemoryRecords
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 # Kafka's codec ids, as stored in the low three bits of a batch's attributes.
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-# librdkafka turns its LZ4 feature on only when the broker advertises FindCoordinator
-# (api 10, a 0.8.2-era stand-in for "new enough for LZ4"); until then it sends the
-# batch uncompressed. Tests that see exactly that report it as an expected failure.
-LZ4_NEEDS_FIND_COORDINATOR = ("librdkafka sends lz4 batches uncompressed while the broker does "
-                              "not advertise FindCoordinator (api 10)")
 
 
 @dataclass

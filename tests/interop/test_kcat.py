@@ -17,8 +17,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.interop.samples import (CODEC_IDS, CODECS, LZ4_NEEDS_FIND_COORDINATOR, binary_samples,
-                                   stored_codecs, wait_until)
+from tests.interop.samples import (CODEC_IDS, CODECS, binary_samples, stored_codecs,
+                                   wait_until)
 
 pytestmark = pytest.mark.interop
 
@@ -131,10 +131,7 @@ def test_produce_and_consume_binary_records(broker, admin, topic_name, codec):
         assert mine, f"partition {partition} got no records"
         assert [c.offset for c in mine] == list(range(len(mine)))
         assert [order[c.key] for c in mine] == sorted(order[c.key] for c in mine)
-    stored = stored_codecs(broker.log_dir, topic_name)
-    if codec == "lz4" and stored == {CODEC_IDS["none"]}:
-        pytest.xfail(LZ4_NEEDS_FIND_COORDINATOR)
-    assert stored == {CODEC_IDS[codec]}
+    assert stored_codecs(broker.log_dir, topic_name) == {CODEC_IDS[codec]}
 
 
 def test_consumes_what_confluent_kafka_produced(broker, admin, topic_name):
