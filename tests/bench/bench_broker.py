@@ -2,7 +2,7 @@
 
     python tests/bench/bench_broker.py [--records 1000000] [--dir /dev/shm] [--reps 5]
                                        [--linger-ms 5] [--batch-size 16384]
-                                       [--profile /tmp/broker-produce]
+                                       [--profile /tmp/broker-produce] [--compare-with DIR]
 
 It starts its own ZooKeeper and one broker (kafkalike.lab), the broker's log dir under
 --dir (memory by default), and removes everything afterwards. One partition, acks=1,
@@ -29,19 +29,19 @@ a slow broker from a slow load generator on a 2-core machine.
 --profile PREFIX also records the broker with py-spy during one extra produce run per
 load generator (PREFIX.confluent.txt, PREFIX.kcat.txt, py-spy's raw collapsed stacks)
 and prints where its reactor thread spends its time (py-spy must be installed).
+
+--compare-with DIR also starts a broker from another checkout (e.g. `git worktree add
+/tmp/kl-base <commit>`) and runs every produce and fetch phase against both brokers in
+one rotation; it prints the table for each broker and the ratios this/base.
 """
 from __future__ import annotations
 
-import argparse
 import collections
 import multiprocessing
 import os
-import platform
-import resource
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,17 +50,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-
-from kafkalike.lab.cluster import BrokerProcess  # noqa: E402
-from kafkalike.lab.zookeeper import ZooKeeperServer  # noqa: E402
+try:
+    from . import harness          # collected by pytest as tests.bench.bench_broker
+except ImportError:
+    import harness                 # python tests/bench/bench_broker.py
 
 VALUE_SIZE = 100
 CHUNK = 16384
-MB = 1e6
+MB = harness.MB
+BROKER_PHASES = ("produce confluent", "produce kcat", "fetch confluent", "fetch kcat")
+LIMITS = ("loopback", "disk logdir write", "disk logdir write+fsync", "disk /tmp write", "disk /tmp write+fsync")
 
 
 @dataclass
@@ -90,30 +89,6 @@ class Sample:
         return self.payload_bytes / self.broker_cpu / MB if self.broker_cpu else float("inf")
 
 
-# -- measuring helpers ------------------------------------------------------------------
-
-def process_cpu(pid: int) -> float:
-    """utime + stime of a process, in seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def value_bytes() -> bytes:
-    """One printable 100-byte value with no newline (kcat reads values line by line)."""
-    return bytes(33 + (i * 7) % 90 for i in range(VALUE_SIZE))
-
-
 def log_bytes(log_dir: Path, topic: str) -> int:
     return sum(p.stat().st_size for p in (log_dir / f"{topic}-0").glob("*.log"))
 
@@ -121,95 +96,44 @@ def log_bytes(log_dir: Path, topic: str) -> int:
 # -- the broker side --------------------------------------------------------------------
 
 class Bench:
-    def __init__(self, broker: BrokerProcess, records: int, batch_size: int, linger_ms: int,
-                 scratch: Path):
+    def __init__(self, broker, records: int, batch_size: int, linger_ms: int, scratch: Path):
         self.broker = broker
         self.records = records
         self.batch_size = batch_size
         self.linger_ms = linger_ms
         self.scratch = scratch
-        self.value = value_bytes()
+        self.value = harness.printable_value(VALUE_SIZE)
         self.lines_path = scratch / "values.txt"
-        with open(self.lines_path, "wb") as f:
-            block = (self.value + b"\n") * 10000
-            for _ in range(records // 10000):
-                f.write(block)
-            f.write((self.value + b"\n") * (records % 10000))
-        self.admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        if not self.lines_path.exists():
+            harness.write_value_lines(self.lines_path, self.value, records)
         self._topics = 0
 
     def new_topic(self, label: str) -> str:
         self._topics += 1
-        name = f"bench-{label}-{self._topics}"
-        self.admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])[name].result(30)
-        # Wait until the broker leads it, so no run pays for leader election.
-        deadline = time.monotonic() + 30
-        while True:
-            md = self.admin.list_topics(name, timeout=10)
-            part = md.topics[name].partitions.get(0)
-            if part is not None and part.leader == 0:
-                return name
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"topic {name} has no leader")
-            time.sleep(0.05)
+        # Led by the broker before the run, so no run pays for leader election.
+        return harness.create_topic(self.broker.bootstrap, f"bench-{label}-{self._topics}", leader=0)
 
     def broker_cpu(self) -> float:
-        return process_cpu(self.broker.proc.pid)
+        return harness.process_cpu(self.broker.proc.pid)
+
+    def _sample(self, timed: harness.Timed, topic: str) -> Sample:
+        sample = Sample(timed.seconds, self.records * VALUE_SIZE, 0, self.records, timed.broker_cpu[0],
+                        timed.client_cpu)
+        sample.wire_bytes = log_bytes(self.broker.log_dir, topic)
+        return sample
 
     def produce_confluent(self, topic: str) -> Sample:
-        errors: list[str] = []
-        producer = Producer({
-            "bootstrap.servers": self.broker.bootstrap,
-            "acks": 1,
-            "enable.idempotence": False,
-            "batch.size": self.batch_size,
-            "linger.ms": self.linger_ms,
-            "compression.type": "none",
-            "queue.buffering.max.messages": 1_000_000,
-            "queue.buffering.max.kbytes": 1_048_576,
-            "delivery.report.only.error": True,
-            "on_delivery": lambda err, msg: errors.append(str(err)),
-        })
-        producer.produce(topic, b"warm-up", partition=0)  # connection and metadata, untimed
-        producer.flush(30)
-        value, produce, poll = self.value, producer.produce, producer.poll
-        broker0, client0 = self.broker_cpu(), own_cpu()
-        start = time.perf_counter()
-        for _ in range(self.records):
-            while True:
-                try:
-                    produce(topic, value, partition=0)
-                    break
-                except BufferError:
-                    poll(0.0005)
-        left = producer.flush(300)
-        seconds = time.perf_counter() - start
-        sample = Sample(seconds, self.records * VALUE_SIZE, 0, self.records,
-                        self.broker_cpu() - broker0, own_cpu() - client0)
-        if left or errors:
-            raise RuntimeError(f"confluent produce: {left} undelivered, errors {errors[:3]}")
-        sample.wire_bytes = log_bytes(self.broker.log_dir, topic)
-        return sample
-
-    def kcat_options(self) -> list[str]:
-        return ["-b", self.broker.bootstrap, "-X", f"batch.size={self.batch_size}",
-                "-X", f"linger.ms={self.linger_ms}", "-X", "acks=1", "-X", "compression.codec=none",
-                "-X", "queue.buffering.max.messages=1000000", "-X", "queue.buffering.max.kbytes=1048576"]
+        return self._sample(harness.produce_confluent(
+            self.broker.bootstrap, topic, self.records, self.value, acks=1, batch_size=self.batch_size,
+            linger_ms=self.linger_ms, broker_pids=[self.broker.proc.pid]), topic)
 
     def produce_kcat(self, topic: str) -> Sample:
-        command = ["kcat", "-P", "-t", topic, "-p", "0", *self.kcat_options(), "-l", str(self.lines_path)]
-        broker0, client0 = self.broker_cpu(), children_cpu()
-        start = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, timeout=300)
-        seconds = time.perf_counter() - start
-        sample = Sample(seconds, self.records * VALUE_SIZE, 0, self.records,
-                        self.broker_cpu() - broker0, children_cpu() - client0)
-        if done.returncode != 0:
-            raise RuntimeError(f"kcat produce failed ({done.returncode}): {done.stderr[-500:]!r}")
-        sample.wire_bytes = log_bytes(self.broker.log_dir, topic)
-        return sample
+        return self._sample(harness.produce_kcat(
+            self.broker.bootstrap, topic, self.lines_path, acks=1, batch_size=self.batch_size,
+            linger_ms=self.linger_ms, broker_pids=[self.broker.proc.pid]), topic)
 
     def fetch_confluent(self, topic: str, wire_bytes: int) -> Sample:
+        from confluent_kafka import Consumer, TopicPartition
         consumer = Consumer({
             "bootstrap.servers": self.broker.bootstrap,
             "group.id": "bench-fetch",
@@ -224,7 +148,7 @@ class Bench:
         try:
             _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
             last, count, payload = high - 1, 0, 0
-            broker0, client0 = self.broker_cpu(), own_cpu()
+            broker0, client0 = self.broker_cpu(), harness.own_cpu()
             start = time.perf_counter()
             consumer.assign([TopicPartition(topic, 0, 0)])
             deadline = time.monotonic() + 300
@@ -243,7 +167,7 @@ class Bench:
             if count != high:
                 raise RuntimeError(f"confluent fetch read {count} records of {high}")
             return Sample(seconds, payload, wire_bytes, count,
-                          self.broker_cpu() - broker0, own_cpu() - client0)
+                          self.broker_cpu() - broker0, harness.own_cpu() - client0)
         finally:
             consumer.close()
 
@@ -253,12 +177,12 @@ class Bench:
                    "-b", self.broker.bootstrap, "-X", "fetch.max.bytes=16777216",
                    "-X", "max.partition.fetch.bytes=8388608", "-X", "queued.min.messages=1000000",
                    "-X", "queued.max.messages.kbytes=262144"]
-        broker0, client0 = self.broker_cpu(), children_cpu()
+        broker0, client0 = self.broker_cpu(), harness.children_cpu()
         with open(out_path, "wb") as out:
             start = time.perf_counter()
             done = subprocess.run(command, stdout=out, stderr=subprocess.PIPE, timeout=300)
             seconds = time.perf_counter() - start
-        sample = Sample(seconds, 0, wire_bytes, 0, self.broker_cpu() - broker0, children_cpu() - client0)
+        sample = Sample(seconds, 0, wire_bytes, 0, self.broker_cpu() - broker0, harness.children_cpu() - client0)
         offsets = out_path.read_bytes().split()
         out_path.unlink()
         if done.returncode != 0 or len(offsets) != self.records or int(offsets[-1]) != self.records - 1:
@@ -392,105 +316,98 @@ def summarise_profile(path: Path, rate: int, run_seconds: float) -> None:
 # -- the run ----------------------------------------------------------------------------
 
 def median(samples: list, key: Callable) -> float:
-    return statistics.median(key(s) for s in samples)
+    return harness.median(key(s) for s in samples)
 
 
-def describe_machine() -> str:
-    model = "?"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{platform.node()}: {os.cpu_count()} vCPU {model}, Linux {platform.release()}, Python {platform.python_version()}"
-
-
-def filesystem_of(path: Path) -> str:
-    found = subprocess.run(["df", "--output=source,fstype", str(path)], capture_output=True, text=True)
-    rows = found.stdout.split("\n")
-    return " ".join(rows[1].split()) if len(rows) > 1 else "?"
-
-
-def run(args: argparse.Namespace) -> int:
-    base_root = Path(args.dir)
-    base = Path(tempfile.mkdtemp(prefix="kafkalike-bench-broker-", dir=base_root))
-    zk_root = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
-    zk_base = Path(tempfile.mkdtemp(prefix="kafkalike-bench-zk-", dir=zk_root))
-    zookeeper = ZooKeeperServer(zk_base, force_sync=False)
-    broker: BrokerProcess | None = None
-    try:
-        zookeeper.start()
-        zookeeper.wait_ready(60)
-        broker = BrokerProcess(0, zookeeper.connect_string + "/bench", base)
-        broker.start()
-        broker.wait_ready(60)
-        bench = Bench(broker, args.records, args.batch_size, args.linger_ms, zk_base)
-        print(f"{time.strftime('%Y-%m-%d %H:%M')}  {describe_machine()}; "
-              f"load average {os.getloadavg()[0]:.2f} at start")
-        print(f"broker log dir {broker.log_dir} ({filesystem_of(broker.log_dir)}); "
-              f"/tmp is {filesystem_of(Path(tempfile.gettempdir()))}")
+def run(args) -> int:
+    sides = harness.checkouts(args)
+    with harness.Lab("broker", args.dir) as lab:
+        benches = {side.label: Bench(lab.broker(side.label, side), args.records, args.batch_size, args.linger_ms,
+                                     lab.scratch)
+                   for side in sides}
+        bench = benches["this"]
+        broker = bench.broker
+        print(f"{time.strftime('%Y-%m-%d %H:%M')}  {harness.machine()}; "
+              f"load average {harness.load_average():.2f} at start")
+        harness.print_checkouts(sides)
+        print(f"broker log dir {broker.log_dir} ({harness.filesystem_of(broker.log_dir)}); "
+              f"/tmp is {harness.filesystem_of(Path(tempfile.gettempdir()))}")
         print(f"{args.records} records of {VALUE_SIZE} bytes, 1 partition, acks=1, batch.size={args.batch_size}, "
               f"linger.ms={args.linger_ms}, no compression; {args.reps} interleaved reps, medians")
 
-        results: dict[str, list] = collections.defaultdict(list)
+        results: dict[str, dict[str, list]] = {side.label: collections.defaultdict(list) for side in sides}
+        limits_: dict[str, list] = collections.defaultdict(list)
         wire = 0
 
-        def produce_and_fetch(label: str, produce, fetch) -> None:
+        def produce_and_fetch(side: str, label: str) -> None:
             nonlocal wire
-            topic = bench.new_topic(label)
+            one = benches[side]
+            produce, fetch = {"confluent": (one.produce_confluent, one.fetch_confluent),
+                              "kcat": (one.produce_kcat, one.fetch_kcat)}[label]
+            topic = one.new_topic(label)
             made = produce(topic)
             wire = made.wire_bytes
-            results[f"produce {label}"].append(made)
-            results[f"fetch {label}"].append(fetch(topic, made.wire_bytes))
+            results[side][f"produce {label}"].append(made)
+            results[side][f"fetch {label}"].append(fetch(topic, made.wire_bytes))
 
         def limits() -> None:
             size = wire or args.records * (VALUE_SIZE + 10)
-            results["loopback"].append(loopback(size))
+            limits_["loopback"].append(loopback(size))
             here = disk(broker.log_dir, size)
-            results["disk logdir write"].append(here.write)
-            results["disk logdir write+fsync"].append(here.synced)
+            limits_["disk logdir write"].append(here.write)
+            limits_["disk logdir write+fsync"].append(here.synced)
             tmp = disk(Path(tempfile.gettempdir()), size)
-            results["disk /tmp write"].append(tmp.write)
-            results["disk /tmp write+fsync"].append(tmp.synced)
+            limits_["disk /tmp write"].append(tmp.write)
+            limits_["disk /tmp write+fsync"].append(tmp.synced)
 
-        phases = [
-            lambda: produce_and_fetch("confluent", bench.produce_confluent, bench.fetch_confluent),
-            lambda: produce_and_fetch("kcat", bench.produce_kcat, bench.fetch_kcat),
-            limits,
-        ]
-        for rep in range(args.reps):
-            for i in range(len(phases)):
-                phases[(rep + i) % len(phases)]()
-            print(f"  rep {rep + 1}/{args.reps}: produce confluent "
-                  f"{results['produce confluent'][-1].mb_s():.1f} MB/s, kcat {results['produce kcat'][-1].mb_s():.1f}"
-                  f" MB/s; loopback {results['loopback'][-1].wire_mb_s():.0f} MB/s", flush=True)
+        phases: list[Callable[[], None]] = [
+            (lambda side=side.label, label=label: produce_and_fetch(side, label))
+            for label in ("confluent", "kcat") for side in sides]
+        phases.append(limits)
 
-        report(results, wire)
-        print(f"load average {os.getloadavg()[0]:.2f} at the end (other work on the machine skews a run)")
+        def progress(rep: int) -> None:
+            mine = results["this"]
+            line = (f"  rep {rep + 1}/{args.reps}: produce confluent {mine['produce confluent'][-1].mb_s():.1f} MB/s, "
+                    f"kcat {mine['produce kcat'][-1].mb_s():.1f} MB/s")
+            if len(sides) > 1:
+                base = results["base"]
+                line += (f" (base: {base['produce confluent'][-1].mb_s():.1f}, "
+                         f"{base['produce kcat'][-1].mb_s():.1f})")
+            print(line + f"; loopback {limits_['loopback'][-1].wire_mb_s():.0f} MB/s", flush=True)
+
+        harness.interleave(args.reps, phases, lambda phase: phase(), progress)
+
+        for side in sides:
+            if len(sides) > 1:
+                print(f"\n== {side.label} broker ({side.root})")
+            report({**results[side.label], **limits_}, wire)
+        if len(sides) > 1:
+            harness.comparison(
+                "this / base (payload MB/s per phase; the same rotation, same machine load)",
+                [(name, [s.mb_s() for s in results["this"][name]], [s.mb_s() for s in results["base"][name]])
+                 for name in BROKER_PHASES], "MB/s")
+            harness.comparison(
+                "broker CPU milliseconds per payload MB (lower is better)",
+                [(name, [1000 * s.broker_cpu / (s.payload_bytes / MB) for s in results["this"][name]],
+                  [1000 * s.broker_cpu / (s.payload_bytes / MB) for s in results["base"][name]])
+                 for name in BROKER_PHASES], "CPU ms/MB", higher_is_better=False)
+        print(f"load average {harness.load_average():.2f} at the end (other work on the machine skews a run)")
         if args.profile:
             profile_produce(bench, args.profile)
         return 0
-    finally:
-        if broker is not None:
-            broker.kill()
-        zookeeper.remove()
-        shutil.rmtree(base, ignore_errors=True)
-        shutil.rmtree(zk_base, ignore_errors=True)
 
 
 def report(results: dict[str, list], wire: int) -> None:
     print(f"\nbytes per run: {wire / MB:.1f} MB on the wire and in the log")
     print(f"{'phase':26} {'MB/s':>8} {'wire MB/s':>10} {'records/s':>11} {'broker CPU':>11} "
           f"{'ceiling MB/s':>13} {'client CPU':>11}")
-    for name in ("produce confluent", "produce kcat", "fetch confluent", "fetch kcat"):
+    for name in BROKER_PHASES:
         s = results[name]
         print(f"{name:26} {median(s, Sample.mb_s):8.1f} {median(s, Sample.wire_mb_s):10.1f} "
               f"{median(s, Sample.records_s):11.0f} {100 * median(s, Sample.broker_busy):10.0f}% "
               f"{median(s, Sample.broker_ceiling_mb_s):13.0f} "
               f"{100 * median(s, lambda x: x.client_cpu / x.seconds):10.0f}%")
-    for name in ("loopback", "disk logdir write", "disk logdir write+fsync", "disk /tmp write", "disk /tmp write+fsync"):
+    for name in LIMITS:
         print(f"{name:26} {'':8} {median(results[name], Sample.wire_mb_s):10.1f}")
 
     def ratio(a: str, b: str) -> str:
@@ -507,16 +424,20 @@ def report(results: dict[str, list], wire: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.arg_parser(__doc__, reps=5, compare=True,
+                                dir_help="where the broker's log dir goes (default /dev/shm)")
     parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir(),
-                        help="where the broker's log dir goes (default /dev/shm)")
-    parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--linger-ms", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=16384)
     parser.add_argument("--profile", metavar="PREFIX",
                         help="py-spy the broker through one extra produce run per load generator")
     return run(parser.parse_args(argv))
+
+
+@harness.bench_test
+def test_broker_bench_short() -> None:
+    """The whole benchmark, small: every phase delivers and reads back every record."""
+    assert main(["--records", "20000", "--reps", "1"]) == 0
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     python tests/bench/bench_consumer.py [--records-100 300000] [--records-1k 100000]
                                          [--reps 3] [--dir /dev/shm] [--profile /tmp/consumer-prof]
+                                         [--clients kafkalike,confluent-kafka] [--compare-with DIR]
 
 It starts its own ZooKeeper and one broker (kafkalike.lab, log dir in memory by
 default) and removes everything afterwards. confluent-kafka writes the data once, before
@@ -22,22 +23,25 @@ backoff bench_broker.py uses.
 
 --profile PREFIX also runs kafkalike once per size under cProfile and writes
 PREFIX.<size>.txt (the top functions by own time).
+
+--clients picks some of the clients (kafkalike always runs). --compare-with DIR also
+starts a broker from another checkout (e.g. `git worktree add /tmp/kl-base <commit>`),
+writes the same topics to it, and every client reads from both brokers, kafkalike's
+consumer each time from the broker's own checkout, in one rotation; the table is printed
+for each, then the ratios this/base (the profile run is this checkout's only).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+try:
+    from . import harness          # collected by pytest as tests.bench.bench_consumer
+except ImportError:
+    import harness                 # python tests/bench/bench_consumer.py
 
 CLIENTS = ("kafkalike", "kafka-python", "aiokafka", "confluent-kafka")
 SIZES = {"100B": 100, "1KiB": 1024}
@@ -164,10 +168,7 @@ def worker(args: argparse.Namespace) -> int:
 
 def pre_produce(bootstrap: str, topic: str, records: int, size: int) -> None:
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(topic, 1, 1)], operation_timeout=30).values():
-        future.result()
+    harness.create_topic(bootstrap, topic)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5, "batch.size": 16384,
                          "queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 1_048_576})
     value = bytes(i % 251 for i in range(size))
@@ -179,85 +180,92 @@ def pre_produce(bootstrap: str, topic: str, records: int, size: int) -> None:
         raise RuntimeError(f"pre-produce of {topic} did not finish")
 
 
-def run_worker(client: str, bootstrap: str, topic: str, records: int, profile_out: str = "") -> dict:
-    command = [sys.executable, __file__, "--worker", client, "--bootstrap", bootstrap, "--topic", topic,
-               "--records", str(records)]
+def run_worker(client: str, bootstrap: str, topic: str, records: int, profile_out: str = "",
+               side: harness.Checkout = harness.THIS) -> dict:
+    command = ["--worker", client, "--bootstrap", bootstrap, "--topic", topic, "--records", str(records)]
     if profile_out:
         command += ["--profile-out", profile_out]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=1200)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{client} failed:\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return harness.run_worker(__file__, command, side, what=f"{client} ({side.label})")
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafkalike.lab.cluster import BrokerProcess
-    from kafkalike.lab.zookeeper import ZooKeeperServer
-
-    base = Path(tempfile.mkdtemp(prefix="kafkalike-bench-consumer-", dir=args.dir))
-    zookeeper = ZooKeeperServer(base / "zk", force_sync=False)
-    broker = None
-    try:
-        zookeeper.start()
-        zookeeper.wait_ready(60)
-        broker = BrokerProcess(0, zookeeper.connect_string + "/bench", base / "kafka")
-        broker.start()
-        broker.wait_ready(60)
+    sides = harness.checkouts(args)
+    clients = tuple(c for c in CLIENTS if c in args.clients.split(",") or c == "kafkalike")
+    with harness.Lab("consumer", args.dir) as lab:
+        brokers = {side.label: lab.broker(side.label, side) for side in sides}
+        broker = brokers["this"]
         counts = {"100B": args.records_100, "1KiB": args.records_1k}
         topics = {}
         for label, size in SIZES.items():
             topics[label] = f"bench-consume-{label}-{int(time.time() * 1000)}"
-            pre_produce(broker.bootstrap, topics[label], counts[label], size)
-        print(f"{time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
+            for one in brokers.values():
+                pre_produce(one.bootstrap, topics[label], counts[label], size)
+        print(f"{time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} cores; load average {harness.load_average():.2f}")
+        harness.print_checkouts(sides)
         print(f"1 partition, pre-produced by confluent-kafka (no compression, 16 KiB batches); assign mode from "
               f"offset 0; broker log dir in {args.dir}; {args.reps} rotating reps, medians")
-        rates: dict[tuple[str, str], list[float]] = {(c, s): [] for c in CLIENTS for s in SIZES}
+        rates: dict[tuple[str, str, str], list[float]] = {(side.label, c, s): [] for side in sides for c in clients
+                                                           for s in SIZES}
+        cases = [(client, side) for client in clients for side in sides]
         for rep in range(args.reps):
-            order = CLIENTS[rep % len(CLIENTS):] + CLIENTS[:rep % len(CLIENTS)]
             for label, size in SIZES.items():
-                for client in order:
-                    result = run_worker(client, broker.bootstrap, topics[label], counts[label])
+                for client, side in harness.rotated(cases, rep):
+                    result = run_worker(client, brokers[side.label].bootstrap, topics[label], counts[label],
+                                        side=side)
                     if result["bytes"] != counts[label] * size:
                         raise RuntimeError(f"{client} saw {result['bytes']} value bytes, expected "
                                            f"{counts[label] * size}")
-                    rates[(client, label)].append(result["timed_records"] / result["seconds"])
+                    rates[(side.label, client, label)].append(result["timed_records"] / result["seconds"])
                 print(f"  rep {rep + 1}/{args.reps} {label}: " + ", ".join(
-                    f"{c} {rates[(c, label)][-1]:,.0f} rec/s" for c in CLIENTS), flush=True)
-        print(f"\n{'size':<6}{'client':<17}{'records':>9}{'records/s':>12}{'MB/s':>8}{'ours/this':>11}")
-        for label, size in SIZES.items():
-            ours = statistics.median(rates[("kafkalike", label)])
-            for client in CLIENTS:
-                rate = statistics.median(rates[(client, label)])
-                print(f"{label:<6}{client:<17}{counts[label]:>9,}{rate:>12,.0f}{rate * size / 1e6:>8.1f}"
-                      f"{ours / rate:>10.2f}x")
+                    f"{c}{'' if s.is_this else ' (base)'} {rates[(s.label, c, label)][-1]:,.0f} rec/s"
+                    for c, s in cases), flush=True)
+        table = harness.Table(harness.Column("size", 6, align="<"), harness.Column("client", 17, align="<"),
+                              harness.Column("records", 9, ","), harness.Column("records/s", 12, ",.0f"),
+                              harness.Column("MB/s", 8, ".1f"), harness.Column("ours/this", 11, ".2f", suffix="x"))
+        for side in sides:
+            if len(sides) > 1:
+                print(f"\n== {side.label}: {side.root}")
+            print("\n" + table.header())
+            for label, size in SIZES.items():
+                ours = harness.median(rates[(side.label, "kafkalike", label)])
+                for client in clients:
+                    rate = harness.median(rates[(side.label, client, label)])
+                    print(table.row(label, client, counts[label], rate, rate * size / 1e6,
+                                    ours / rate if rate else float("nan")))
+        if len(sides) > 1:
+            harness.comparison("this / base (records/s, each client from each checkout's broker; kafkalike's "
+                               "consumer from the same checkout)",
+                               [(f"{label} {client}", rates[("this", client, label)], rates[("base", client, label)])
+                                for label in SIZES for client in clients], "rec/s", fmt=",.0f")
         if args.profile:
             for label in SIZES:
                 out = f"{args.profile}.{label}.txt"
                 run_worker("kafkalike", broker.bootstrap, topics[label], counts[label], out)
                 print(f"cProfile of kafkalike, {label}: {out}")
-        print(f"load average {os.getloadavg()[0]:.2f} at the end")
+        print(f"load average {harness.load_average():.2f} at the end")
         return 0
-    finally:
-        if broker is not None:
-            broker.kill()
-        zookeeper.remove()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.arg_parser(__doc__, reps=3, compare=True,
+                                dir_help="where the broker's log dir goes (default /dev/shm)")
     parser.add_argument("--records-100", type=int, default=300_000)
     parser.add_argument("--records-1k", type=int, default=100_000)
-    parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
     parser.add_argument("--profile", default="")
-    parser.add_argument("--worker", choices=CLIENTS, help=argparse.SUPPRESS)
-    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
-    parser.add_argument("--topic", help=argparse.SUPPRESS)
-    parser.add_argument("--records", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--profile-out", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--clients", default=",".join(CLIENTS), help="comma-separated (kafkalike always runs)")
+    harness.hidden(parser, "--worker", choices=CLIENTS)
+    harness.hidden(parser, "--bootstrap", "--topic")
+    harness.hidden(parser, "--records", type=int)
+    harness.hidden(parser, "--profile-out", default="")
     args = parser.parse_args(argv)
     return worker(args) if args.worker else run(args)
+
+
+@harness.bench_test
+def test_consumer_bench_short() -> None:
+    """Every client reads back a few thousand records of each size."""
+    # Enough records that each client's first batch (not timed) is not all of them.
+    assert main(["--records-100", "40000", "--records-1k", "15000", "--reps", "1"]) == 0
 
 
 if __name__ == "__main__":

@@ -44,24 +44,19 @@ that refreshed its metadata could have produced again.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from confluent_kafka import KafkaException, Producer  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-
-from kafkalike.lab.cluster import Cluster  # noqa: E402
-from kafkalike.lab.zookeeper import ZooKeeperServer  # noqa: E402
+try:
+    from . import harness          # collected by pytest as tests.bench.bench_failover
+except ImportError:
+    import harness                 # python tests/bench/bench_failover.py
 
 TOPIC = "failover"
 PARTITIONS = 3
@@ -88,22 +83,22 @@ class Outcome:
 class FailoverCluster:
     """A 3-broker cluster with one session timeout, and the kill/measure/heal cycle on it."""
 
-    def __init__(self, zk_connect: str, base: Path, session_timeout_ms: int):
+    def __init__(self, lab: harness.Lab, session_timeout_ms: int):
+        self.lab = lab
         self.session_timeout_ms = session_timeout_ms
-        overrides = {
+        self.overrides = {
             "zookeeper.session.timeout.ms": str(session_timeout_ms),
             "min.insync.replicas": "2",
             "default.replication.factor": "3",
             # Leadership comes back by the explicit election below, not by the timer.
             "auto.leader.rebalance.enable": "false",
         }
-        self.cluster = Cluster(f"{zk_connect}/failover-{session_timeout_ms}", base / f"t{session_timeout_ms}",
-                               size=3, overrides=overrides)
+        self.cluster = None
         self.admin: AdminClient | None = None
         self.producer_options: dict[str, str] = {}
 
     def start(self) -> None:
-        self.cluster.start(90)
+        self.cluster = self.lab.cluster(f"failover-{self.session_timeout_ms}", size=3, overrides=self.overrides)
         self.admin = AdminClient({"bootstrap.servers": self.cluster.bootstrap, "log_level": 2})
         assignment = [[(p + i) % 3 for i in range(3)] for p in range(PARTITIONS)]
         # This client wants the partition count next to an explicit assignment.
@@ -295,18 +290,6 @@ def fmt(seconds: float | None) -> str:
     return "?" if seconds is None else f"{seconds:.2f}s"
 
 
-def describe_machine() -> str:
-    model = "?"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{platform.node()}: {os.cpu_count()} vCPU {model}, Linux {platform.release()}, Python {platform.python_version()}"
-
-
 def report(outcomes: list[Outcome], timeouts: list[int], tick_ms: int) -> None:
     print(f"\nfailover = first acks=all ack on a partition the killed leader led, after kill -9 "
           f"(ZooKeeper tickTime {tick_ms} ms)")
@@ -343,20 +326,16 @@ def report(outcomes: list[Outcome], timeouts: list[int], tick_ms: int) -> None:
 
 def run(args: argparse.Namespace) -> int:
     timeouts = [int(t) for t in args.timeouts.split(",")]
-    base = Path(tempfile.mkdtemp(prefix="kafkalike-bench-failover-", dir=args.dir))
-    zookeeper = ZooKeeperServer(base / "zk", force_sync=False, tick_time=args.tick_time)
-    clusters: list[FailoverCluster] = []
-    try:
-        zookeeper.start()
-        zookeeper.wait_ready(60)
-        print(f"{time.strftime('%Y-%m-%d %H:%M')}  {describe_machine()}; "
-              f"load average {os.getloadavg()[0]:.2f} at start")
+    with harness.Lab("failover", args.dir, tick_time=args.tick_time) as lab:
+        print(f"{time.strftime('%Y-%m-%d %H:%M')}  {harness.machine()}; "
+              f"load average {harness.load_average():.2f} at start")
         print(f"3 brokers per cluster, topic of {PARTITIONS} partitions, RF=3, min.insync.replicas=2, acks=all, "
               f"{args.rate:g} records/s per partition; session timeouts {timeouts} ms; "
               f"{args.reps} interleaved reps each"
               + (f"; producer options {args.producer_option}" if args.producer_option else ""))
+        clusters: list[FailoverCluster] = []
         for timeout in timeouts:
-            fc = FailoverCluster(zookeeper.connect_string, base, timeout)
+            fc = FailoverCluster(lab, timeout)
             fc.producer_options = dict(option.split("=", 1) for option in args.producer_option)
             fc.start()
             clusters.append(fc)
@@ -375,25 +354,24 @@ def run(args: argparse.Namespace) -> int:
                       f"{outcome.failed} failed deliveries; "
                       f"restart to full ISR {outcome.restart_s:.1f}s", flush=True)
         report(outcomes, timeouts, args.tick_time)
-        print(f"load average {os.getloadavg()[0]:.2f} at the end")
+        print(f"load average {harness.load_average():.2f} at the end")
         return 0
-    finally:
-        for fc in clusters:
-            fc.cluster.kill()
-        zookeeper.remove()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=3)
+    parser = harness.arg_parser(__doc__, reps=3)
     parser.add_argument("--timeouts", default="6000,18000", help="zookeeper.session.timeout.ms values, comma-separated")
     parser.add_argument("--rate", type=float, default=100.0, help="records per second per partition")
     parser.add_argument("--tick-time", type=int, default=2000, help="ZooKeeper tickTime in ms")
     parser.add_argument("--producer-option", action="append", default=[], metavar="KEY=VALUE",
                         help="extra librdkafka producer setting (repeatable)")
-    parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
     return run(parser.parse_args(argv))
+
+
+@harness.bench_test
+def test_failover_bench_short() -> None:
+    """One kill with a short session timeout: the partitions come back and the broker rejoins."""
+    assert main(["--reps", "1", "--timeouts", "4000", "--tick-time", "500"]) == 0
 
 
 if __name__ == "__main__":

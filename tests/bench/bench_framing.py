@@ -2,20 +2,23 @@
 
 Twisted's Int32StringReceiver re-joins the buffered part of a frame on every read
 (quadratic in the frame size); kafkalike.common.framing fills one buffer sized from the
-prefix (linear). Run: python tests/bench/bench_framing.py
+prefix (linear). Run: python tests/bench/bench_framing.py [--reps 1] [SIZE_MIB ...]
 """
 from __future__ import annotations
 
 import sys
 import time
 
-import pytest
 from twisted.internet.testing import StringTransport
 from twisted.protocols.basic import Int32StringReceiver
 
-from kafkalike.common.framing import SizePrefixedReceiver
+try:
+    from . import harness          # collected by pytest as tests.bench.bench_framing
+except ImportError:
+    import harness                 # python tests/bench/bench_framing.py
 
-pytestmark = pytest.mark.bench
+from kafkalike.common.framing import SizePrefixedReceiver  # noqa: E402  (harness puts the checkout on sys.path)
+
 READ = 64 * 1024
 
 
@@ -56,6 +59,7 @@ def run(sizes_mib=(1, 4, 10, 25)) -> list[tuple[int, float, float]]:
     return rows
 
 
+@harness.bench_test
 def test_framing_cost_is_linear_in_the_frame_size():
     rows = run((1, 10))
     per_mib = [ours / mib for mib, ours, _ in rows]
@@ -63,8 +67,20 @@ def test_framing_cost_is_linear_in_the_frame_size():
     assert per_mib[1] < 3 * per_mib[0] + 0.002, rows
 
 
+def main(argv: list[str] | None = None) -> int:
+    parser = harness.arg_parser(__doc__, reps=1, scratch=False)
+    parser.add_argument("sizes", nargs="*", type=int, default=[1, 4, 10, 25, 100], help="frame sizes in MiB")
+    args = parser.parse_args(argv)
+    table = harness.Table(harness.Column("frame MiB", 9), harness.Column("kafkalike s", 12, ".4f", gap=1),
+                          harness.Column("ms/MiB", 8, ".2f", gap=1),
+                          harness.Column("Int32StringReceiver s", 22, ".3f", gap=1),
+                          harness.Column("ratio", 7, ".1f", gap=1))
+    print(table.header())
+    for _ in range(args.reps):
+        for mib, ours, theirs in run(tuple(args.sizes)):
+            print(table.row(mib, ours, ours / mib * 1000, theirs, theirs / ours))
+    return 0
+
+
 if __name__ == "__main__":
-    sizes = tuple(int(a) for a in sys.argv[1:]) or (1, 4, 10, 25, 100)
-    print(f"{'frame MiB':>9} {'kafkalike s':>12} {'ms/MiB':>8} {'Int32StringReceiver s':>22} {'ratio':>7}")
-    for mib, ours, theirs in run(sizes):
-        print(f"{mib:>9} {ours:>12.4f} {ours / mib * 1000:>8.2f} {theirs:>22.3f} {theirs / ours:>7.1f}")
+    sys.exit(main())

@@ -19,7 +19,6 @@ namespace and link removed, even when a round fails.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -30,15 +29,12 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT))
+try:
+    from . import harness          # collected by pytest as tests.bench.bench_lab
+except ImportError:
+    import harness                 # python tests/bench/bench_lab.py
 
-from kafkalike.client.admin import AdminClient, NewTopic  # noqa: E402
-from kafkalike.lab.observe import ZooKeeperView  # noqa: E402
-from kafkalike.lab.processes import port_in_use  # noqa: E402
-from kafkalike.lab.state import LabState  # noqa: E402
-from kafkalike.lab.zookeeper import free_ports  # noqa: E402
-
+REPO_ROOT = harness.ROOT
 LAB = REPO_ROOT / "bin" / "kafkalike-lab.sh"
 TOPIC = "bench-lab"
 
@@ -53,6 +49,8 @@ def lab(lab_dir: Path, *args: str, timeout: float = 300) -> subprocess.Completed
 
 def free_base_port(size: int = 16) -> int:
     """A base port with `size` free ports above it, for the local lab's block."""
+    from kafkalike.lab.processes import port_in_use
+    from kafkalike.lab.zookeeper import free_ports
     for _ in range(100):
         [base] = free_ports(1)
         if base + size < 65536 and not any(port_in_use("127.0.0.1", p) for p in range(base, base + size)):
@@ -61,7 +59,10 @@ def free_base_port(size: int = 16) -> int:
 
 
 def one_round(backend: str) -> dict[str, float]:
-    scratch = Path(tempfile.mkdtemp(prefix="kafkalike-bench-lab-", dir="/dev/shm"))
+    from kafkalike.client.admin import AdminClient, NewTopic
+    from kafkalike.lab.observe import ZooKeeperView
+    from kafkalike.lab.state import LabState
+    scratch = Path(tempfile.mkdtemp(prefix="kafkalike-bench-lab-", dir=harness.SCRATCH_ROOT))
     lab_dir = scratch / "lab"
     where = ["--backend", "netns"] if backend == "netns" else ["--base-port", str(free_base_port())]
     try:
@@ -92,12 +93,13 @@ def one_round(backend: str) -> dict[str, float]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
+def main(argv: list[str] | None = None) -> int:
+    parser = harness.arg_parser(__doc__, reps=3, scratch=False)
+    parser.add_argument("--rounds", dest="reps", type=int, help="the same as --reps")
     parser.add_argument("--backends", default="local,netns")
     parser.add_argument("--json", metavar="FILE")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    args.rounds = args.reps
     backends = args.backends.split(",")
     if "netns" in backends and os.geteuid() != 0:
         parser.error("the netns backend needs root")
@@ -120,6 +122,12 @@ def main() -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0
+
+
+@harness.bench_test
+def test_lab_bench_short() -> None:
+    """One round of the local backend (netns needs root and is left to the script)."""
+    assert main(["--rounds", "1", "--backends", "local"]) == 0
 
 
 if __name__ == "__main__":

@@ -7,26 +7,24 @@ Both sides write the same pre-built v2 batches, one write per batch, to a fresh 
 in the same directory. The log side does what a leader does on produce: copy the
 batch once, check its header and CRC-32C, patch its base offset and leader epoch,
 append, and keep the offset and time indexes. Neither side fsyncs (Kafka's default
-flush policy leaves that to the OS). Repetitions alternate (raw, log, raw, ...) so
-machine noise hits both alike; medians are reported. The target is a ratio >= 0.6.
+flush policy leaves that to the OS). Repetitions alternate in rotating order (raw, log,
+log, raw, ...) so machine noise hits both alike; medians are reported. The target is a ratio >= 0.6.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
-import statistics
 import struct
 import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from crc32c import crc32c
 
-from crc32c import crc32c  # noqa: E402
-
-from kafkalike.storage.config import LogConfig  # noqa: E402
-from kafkalike.storage.log import Log  # noqa: E402
+try:
+    from . import harness          # collected by pytest as tests.bench.bench_log_append
+except ImportError:
+    import harness                 # python tests/bench/bench_log_append.py
 
 TS = 1_600_000_000_000
 
@@ -52,6 +50,8 @@ def run_raw(directory: str, batches: list[bytes]) -> float:
 
 
 def run_log(directory: str, batches: list[bytes]) -> float:
+    from kafkalike.storage.config import LogConfig
+    from kafkalike.storage.log import Log
     path = os.path.join(directory, "bench-0")
     log = Log(path, LogConfig(), clock=lambda: TS)
     append = log.append
@@ -66,11 +66,9 @@ def run_log(directory: str, batches: list[bytes]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
+    parser = harness.arg_parser(__doc__, reps=9, dir_help="where both files go (default /dev/shm)")
     parser.add_argument("--batch-size", type=int, default=16384)
     parser.add_argument("--batches", type=int, default=2048)
-    parser.add_argument("--reps", type=int, default=9)
     args = parser.parse_args(argv)
 
     work = tempfile.mkdtemp(prefix="kafkalike-bench-append-", dir=args.dir)
@@ -79,12 +77,11 @@ def main(argv: list[str] | None = None) -> int:
         total_mb = args.batch_size * args.batches / 1e6
         run_raw(work, batches)  # warm-up both paths
         run_log(work, batches)
-        raw_times, log_times = [], []
-        for _ in range(args.reps):
-            raw_times.append(run_raw(work, batches))
-            log_times.append(run_log(work, batches))
-        raw = total_mb / statistics.median(raw_times)
-        ours = total_mb / statistics.median(log_times)
+        times: dict[str, list[float]] = {"raw": [], "log": []}
+        runs = {"raw": run_raw, "log": run_log}
+        harness.interleave(args.reps, list(runs), lambda side: times[side].append(runs[side](work, batches)))
+        raw = total_mb / harness.median(times["raw"])
+        ours = total_mb / harness.median(times["log"])
         print(f"dir {args.dir}: {args.batches} batches of {args.batch_size} bytes "
               f"({total_mb:.1f} MB), {args.reps} interleaved reps, medians")
         print(f"raw os.write   {raw:8.1f} MB/s")
@@ -93,6 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+@harness.bench_test
+def test_log_append_bench_short() -> None:
+    assert main(["--batches", "64", "--reps", "3"]) == 0
 
 
 if __name__ == "__main__":

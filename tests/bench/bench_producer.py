@@ -4,6 +4,7 @@
                                          [--value-sizes 100,1024] [--reps 3] [--linger-ms 5]
                                          [--batch-size 16384] [--key-size 0] [--dir /dev/shm]
                                          [--memory-records 300000] [--profile /tmp/producer-prof]
+                                         [--clients kafkalike,confluent-kafka] [--compare-with DIR]
 
 It starts its own ZooKeeper and one broker (kafkalike.lab, log dir in memory by
 default) and removes everything afterwards. For each value size (100 bytes and 1 KiB by
@@ -25,35 +26,32 @@ peak RSS of the same process before its first send (interpreter, imports, client
 as is, and once with the broker stopped (SIGSTOP) for --memory-stall seconds right after
 sending starts, so nothing is acknowledged and the whole buffer fills.
 --profile PREFIX runs kafkalike once per size under cProfile (PREFIX.<size>.txt).
+
+--clients picks some of the clients (kafkalike always runs). --compare-with DIR also
+starts a broker from another checkout (e.g. `git worktree add /tmp/kl-base <commit>`):
+every client then produces to both brokers, kafkalike's producer each time from the
+broker's own checkout, in one rotation; the table is printed for each, then the ratios
+this/base (memory and profile runs are this checkout's only).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import shutil
-import statistics
+import signal
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+try:
+    from . import harness          # collected by pytest as tests.bench.bench_producer
+except ImportError:
+    import harness                 # python tests/bench/bench_producer.py
 
 CLIENTS = ("kafkalike", "kafka-python", "aiokafka", "confluent-kafka")
 SLOW_CLIENTS = ("kafka-python", "aiokafka")
 MEMORY_BUFFER = 32 * 1024 * 1024
-
-
-def peak_rss_mib() -> float:
-    """VmHWM of this process: the most resident memory it ever had."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+peak_rss_mib = harness.peak_rss_mib
 
 
 def produce_kafkalike(bootstrap: str, topic: str, records: int, value: bytes, keys: list, cfg: dict) -> float:
@@ -175,25 +173,16 @@ def worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def create_topic(bootstrap: str, name: str) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(name, 1, 1)], operation_timeout=30).values():
-        future.result()
-
-
 def measure_memory(broker, args: argparse.Namespace, stall: float) -> dict:
     """Peak RSS of a kafkalike producer with buffer.memory=32 MiB. With `stall` > 0 the broker
     is stopped (SIGSTOP) for that long once sending starts: nothing is acknowledged, so the
     producer fills its whole buffer and then blocks in send(), the worst case for memory."""
-    import signal
-    topic = f"bench-memory-{int(time.time() * 1000)}"
-    create_topic(broker.bootstrap, topic)
+    topic = harness.create_topic(broker.bootstrap, f"bench-memory-{int(time.time() * 1000)}")
     proc = subprocess.Popen(
         [sys.executable, __file__, "--worker", "kafkalike", "--bootstrap", broker.bootstrap, "--topic", topic,
          "--records", str(args.memory_records), "--linger-ms", str(args.linger_ms), "--value-size", "1024",
          "--batch-size", str(args.batch_size), "--buffer-memory", str(MEMORY_BUFFER)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=harness.THIS.worker_env())
     lines = []
     for line in proc.stdout:
         lines.append(line)
@@ -210,57 +199,63 @@ def measure_memory(broker, args: argparse.Namespace, stall: float) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafkalike.lab.cluster import BrokerProcess
-    from kafkalike.lab.zookeeper import ZooKeeperServer
-
-    base = Path(tempfile.mkdtemp(prefix="kafkalike-bench-producer-", dir=args.dir))
-    zookeeper = ZooKeeperServer(base / "zk", force_sync=False)
-    broker = None
-    try:
-        zookeeper.start()
-        zookeeper.wait_ready(60)
-        broker = BrokerProcess(0, zookeeper.connect_string + "/bench", base / "kafka")
-        broker.start()
-        broker.wait_ready(60)
+    sides = harness.checkouts(args)
+    clients = tuple(c for c in CLIENTS if c in args.clients.split(",") or c == "kafkalike")
+    with harness.Lab("producer", args.dir) as lab:
+        brokers = {side.label: lab.broker(side.label, side) for side in sides}
+        broker = brokers["this"]
         sizes = [int(v) for v in args.value_sizes.split(",")]
-        print(f"{time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
+        print(f"{time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} cores; load average {harness.load_average():.2f}")
+        harness.print_checkouts(sides)
         print(f"values of {', '.join(map(str, sizes))} bytes, key {args.key_size or 'none'}, 1 partition, acks=1, "
               f"batch.size={args.batch_size}, linger.ms={args.linger_ms}, no compression; broker log dir in "
               f"{args.dir}; {args.reps} rotating reps, medians")
 
-        def spawn(client: str, size: int, records: int, *extra: str) -> dict:
-            topic = f"bench-{client}-{size}-{int(time.time() * 1000)}"
-            create_topic(broker.bootstrap, topic)
-            proc = subprocess.run(
-                [sys.executable, __file__, "--worker", client, "--bootstrap", broker.bootstrap, "--topic", topic,
-                 "--records", str(records), "--linger-ms", str(args.linger_ms), "--value-size", str(size),
-                 "--batch-size", str(args.batch_size), "--key-size", str(args.key_size), *extra],
-                capture_output=True, text=True, timeout=1200)
-            if proc.returncode != 0:
-                raise RuntimeError(f"{client} failed:\n{proc.stderr}")
-            return json.loads(proc.stdout.strip().splitlines()[-1])
+        def spawn(client: str, size: int, records: int, side: harness.Checkout = harness.THIS, *extra: str) -> dict:
+            bootstrap = brokers[side.label].bootstrap
+            topic = harness.create_topic(bootstrap, f"bench-{client}-{size}-{int(time.time() * 1000)}")
+            return harness.run_worker(__file__, [
+                "--worker", client, "--bootstrap", bootstrap, "--topic", topic, "--records", str(records),
+                "--linger-ms", str(args.linger_ms), "--value-size", str(size), "--batch-size", str(args.batch_size),
+                "--key-size", str(args.key_size), *extra], side, what=f"{client} ({side.label})")
 
         counts: dict[tuple[str, int], int] = {}
         for size in sizes:
             scale = 1 if size <= 100 else 3
-            for client in CLIENTS:
+            for client in clients:
                 base_count = args.kafka_python_records if client in SLOW_CLIENTS else args.records
                 counts[(client, size)] = base_count // scale
-        seconds: dict[tuple[str, int], list[float]] = {key: [] for key in counts}
+        seconds = {(side.label, client, size): [] for side in sides for client, size in counts}
+        cases = [(client, side) for client in clients for side in sides]
         for rep in range(args.reps):
-            order = CLIENTS[rep % len(CLIENTS):] + CLIENTS[:rep % len(CLIENTS)]
             for size in sizes:
-                for client in order:
-                    seconds[(client, size)].append(spawn(client, size, counts[(client, size)])["seconds"])
+                for client, side in harness.rotated(cases, rep):
+                    seconds[(side.label, client, size)].append(
+                        spawn(client, size, counts[(client, size)], side)["seconds"])
                 print(f"  rep {rep + 1}/{args.reps} {size} B: " + ", ".join(
-                    f"{c} {counts[(c, size)] / seconds[(c, size)][-1]:,.0f} rec/s" for c in CLIENTS), flush=True)
-        print(f"\n{'size':>6} {'client':<17}{'records':>9}{'records/s':>12}{'MB/s':>8}{'ours/this':>11}")
-        for size in sizes:
-            ours = counts[("kafkalike", size)] / statistics.median(seconds[("kafkalike", size)])
-            for client in CLIENTS:
-                rate = counts[(client, size)] / statistics.median(seconds[(client, size)])
-                print(f"{size:>6} {client:<17}{counts[(client, size)]:>9,}{rate:>12,.0f}"
-                      f"{rate * (size + args.key_size) / 1e6:>8.1f}{ours / rate:>10.2f}x")
+                    f"{c}{'' if s.is_this else ' (base)'} {counts[(c, size)] / seconds[(s.label, c, size)][-1]:,.0f}"
+                    " rec/s" for c, s in cases), flush=True)
+
+        table = harness.Table(harness.Column("size", 6), harness.Column("client", 17, align="<", gap=1),
+                              harness.Column("records", 9, ","), harness.Column("records/s", 12, ",.0f"),
+                              harness.Column("MB/s", 8, ".1f"), harness.Column("ours/this", 11, ".2f", suffix="x"))
+        for side in sides:
+            if len(sides) > 1:
+                print(f"\n== {side.label}: {side.root}")
+            print("\n" + table.header())
+            for size in sizes:
+                ours = counts[("kafkalike", size)] / harness.median(seconds[(side.label, "kafkalike", size)])
+                for client in clients:
+                    rate = counts[(client, size)] / harness.median(seconds[(side.label, client, size)])
+                    print(table.row(size, client, counts[(client, size)], rate,
+                                    rate * (size + args.key_size) / 1e6, ours / rate))
+        if len(sides) > 1:
+            harness.comparison("this / base (records/s, each client against each checkout's broker; kafkalike's "
+                               "producer from the same checkout)",
+                               [(f"{size} B {client}",
+                                 [counts[(client, size)] / s for s in seconds[("this", client, size)]],
+                                 [counts[(client, size)] / s for s in seconds[("base", client, size)]])
+                                for size in sizes for client in clients], "rec/s", fmt=",.0f")
         if args.memory_records:
             for stall in (0.0, args.memory_stall):
                 memory = measure_memory(broker, args, stall)
@@ -271,22 +266,17 @@ def run(args: argparse.Namespace) -> int:
         if args.profile:
             for size in sizes:
                 out = f"{args.profile}.{size}.txt"
-                spawn("kafkalike", size, counts[("kafkalike", size)], "--profile-out", out)
+                spawn("kafkalike", size, counts[("kafkalike", size)], harness.THIS, "--profile-out", out)
                 print(f"cProfile of kafkalike, {size} B: {out}")
-        print(f"load average {os.getloadavg()[0]:.2f} at the end")
+        print(f"load average {harness.load_average():.2f} at the end")
         return 0
-    finally:
-        if broker is not None:
-            broker.kill()
-        zookeeper.remove()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.arg_parser(__doc__, reps=3, compare=True,
+                                dir_help="where the broker's log dir goes (default /dev/shm)")
     parser.add_argument("--records", type=int, default=300_000)
     parser.add_argument("--kafka-python-records", type=int, default=100_000)
-    parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--linger-ms", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=16384)
     parser.add_argument("--key-size", type=int, default=0)
@@ -294,15 +284,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-records", type=int, default=300_000)
     parser.add_argument("--memory-stall", type=float, default=3.0)
     parser.add_argument("--profile", default="")
-    parser.add_argument("--value-size", type=int, default=100, help=argparse.SUPPRESS)
-    parser.add_argument("--buffer-memory", type=int, default=0, help=argparse.SUPPRESS)
-    parser.add_argument("--profile-out", default="", help=argparse.SUPPRESS)
-    parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
-    parser.add_argument("--worker", choices=CLIENTS, help=argparse.SUPPRESS)
-    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
-    parser.add_argument("--topic", help=argparse.SUPPRESS)
+    parser.add_argument("--clients", default=",".join(CLIENTS), help="comma-separated (kafkalike always runs)")
+    harness.hidden(parser, "--value-size", type=int, default=100)
+    harness.hidden(parser, "--buffer-memory", type=int, default=0)
+    harness.hidden(parser, "--profile-out", default="")
+    harness.hidden(parser, "--worker", choices=CLIENTS)
+    harness.hidden(parser, "--bootstrap", "--topic")
     args = parser.parse_args(argv)
     return worker(args) if args.worker else run(args)
+
+
+@harness.bench_test
+def test_producer_bench_short() -> None:
+    """Every client produces a few records of each size; the memory run too."""
+    assert main(["--records", "3000", "--kafka-python-records", "1500", "--reps", "1",
+                 "--memory-records", "3000", "--memory-stall", "0.5"]) == 0
 
 
 if __name__ == "__main__":

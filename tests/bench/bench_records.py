@@ -10,22 +10,22 @@ median is reported. The goal is a speedup of at least 2x on both.
 """
 from __future__ import annotations
 
-import argparse
 import os
-import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-
-from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder  # noqa: E402
-
-from kafkalike.records import BatchBuilder, decode_batches, encode_batch  # noqa: E402
+try:
+    from . import harness          # collected by pytest as tests.bench.bench_records
+except ImportError:
+    import harness                 # python tests/bench/bench_records.py
 
 TS = 1_600_000_000_000
 
 
 def make_cases(values):
+    from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
+
+    from kafkalike.records import BatchBuilder, decode_batches, encode_batch
     items = [(None, v, None, TS) for v in values]
 
     def ours_encode_batch():
@@ -65,10 +65,9 @@ def make_cases(values):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.arg_parser(__doc__, reps=41, scratch=False)
     parser.add_argument("--records", type=int, default=1000)
     parser.add_argument("--value-size", type=int, default=100)
-    parser.add_argument("--reps", type=int, default=41)
     args = parser.parse_args(argv)
 
     values = [os.urandom(args.value_size) for _ in range(args.records)]
@@ -103,18 +102,25 @@ def main(argv=None) -> int:
 
     print(f"{args.records} records x {args.value_size} B values, uncompressed, one batch; "
           f"median of {args.reps} interleaved runs")
-    print(f"{'operation':<24}{'kafkalike ms':>14}{'kafka-python ms':>17}{'speedup':>10}"
-          f"{'kafkalike rec/s':>17}")
+    table = harness.Table(harness.Column("operation", 24, align="<"), harness.Column("kafkalike ms", 14, ".3f"),
+                          harness.Column("kafka-python ms", 17, ".3f"),
+                          harness.Column("speedup", 10, ".2f", suffix="x"),
+                          harness.Column("kafkalike rec/s", 17, ",.0f"))
+    print(table.header())
     worst = float("inf")
     for name, (ours, theirs) in timings.items():
-        ours_ms = statistics.median(ours) * 1000
-        theirs_ms = statistics.median(theirs) * 1000
+        ours_ms = harness.median(ours) * 1000
+        theirs_ms = harness.median(theirs) * 1000
         ratio = theirs_ms / ours_ms
         worst = min(worst, ratio)
-        print(f"{name:<24}{ours_ms:>14.3f}{theirs_ms:>17.3f}{ratio:>9.2f}x"
-              f"{args.records / ours_ms * 1000:>17,.0f}")
+        print(table.row(name, ours_ms, theirs_ms, ratio, args.records / ours_ms * 1000))
     print(f"target >= 2.00x: {'met' if worst >= 2.0 else 'NOT met'} (worst {worst:.2f}x)")
     return 0
+
+
+@harness.bench_test
+def test_records_bench_short() -> None:
+    assert main(["--records", "200", "--reps", "3"]) == 0
 
 
 if __name__ == "__main__":

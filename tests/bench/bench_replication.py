@@ -24,28 +24,18 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
-import platform
-import resource
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-
-from confluent_kafka import Producer  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-
-from kafkalike.lab.cluster import Cluster  # noqa: E402
-from kafkalike.lab.zookeeper import ZooKeeperServer  # noqa: E402
+try:
+    from . import harness          # collected by pytest as tests.bench.bench_replication
+except ImportError:
+    import harness                 # python tests/bench/bench_replication.py
 
 VALUE_SIZE = 100
-MB = 1e6
+MB = harness.MB
 CASES = {"rf1": ([0], "1"), "rf3": ([0, 1, 2], "all")}
 
 
@@ -63,124 +53,35 @@ class Sample:
         return self.records / self.seconds
 
 
-def process_cpu(pid: int) -> float:
-    """utime + stime of a process, in seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def value_bytes() -> bytes:
-    """One printable 100-byte value with no newline (kcat reads values line by line)."""
-    return bytes(33 + (i * 7) % 90 for i in range(VALUE_SIZE))
-
-
 class Bench:
-    def __init__(self, cluster: Cluster, records: int, batch_size: int, linger_ms: int, scratch: Path):
+    def __init__(self, cluster, records: int, batch_size: int, linger_ms: int, scratch):
         self.cluster = cluster
         self.records = records
         self.batch_size = batch_size
         self.linger_ms = linger_ms
-        self.value = value_bytes()
-        self.lines_path = scratch / "values.txt"
-        with open(self.lines_path, "wb") as f:
-            for _ in range(records // 10000):
-                f.write((self.value + b"\n") * 10000)
-            f.write((self.value + b"\n") * (records % 10000))
-        self.admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 2})
+        self.value = harness.printable_value(VALUE_SIZE)
+        self.lines_path = harness.write_value_lines(scratch / "values.txt", self.value, records)
 
     def create_topics(self) -> None:
-        topics = [NewTopic(name, num_partitions=1, replica_assignment=[replicas],
-                           config={"min.insync.replicas": "2" if len(replicas) == 3 else "1"})
-                  for name, (replicas, _) in CASES.items()]
-        for future in self.admin.create_topics(topics).values():
-            future.result(30)
-        deadline = time.monotonic() + 60
-        while True:
-            md = self.admin.list_topics(timeout=10)
-            ready = all(
-                name in md.topics and 0 in md.topics[name].partitions
-                and md.topics[name].partitions[0].leader == 0
-                and len(md.topics[name].partitions[0].isrs) == len(replicas)
-                for name, (replicas, _) in CASES.items())
-            if ready:
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError("topics not led by broker 0 with a full ISR")
-            time.sleep(0.1)
+        """Both topics led by broker 0 with their full ISR before any run."""
+        for name, (replicas, _) in CASES.items():
+            harness.create_topic(self.cluster.bootstrap, name, assignment=[replicas], leader=0, full_isr=True,
+                                 config={"min.insync.replicas": "2" if len(replicas) == 3 else "1"})
 
-    def broker_cpu(self) -> list[float]:
-        return [process_cpu(b.proc.pid) for b in self.cluster.brokers]
+    def broker_pids(self) -> list[int]:
+        return [b.proc.pid for b in self.cluster.brokers]
 
     def produce_confluent(self, topic: str, acks: str) -> Sample:
-        errors: list[str] = []
-        producer = Producer({
-            "bootstrap.servers": self.cluster.bootstrap,
-            "acks": acks,
-            "enable.idempotence": False,
-            "batch.size": self.batch_size,
-            "linger.ms": self.linger_ms,
-            "compression.type": "none",
-            "queue.buffering.max.messages": 1_000_000,
-            "queue.buffering.max.kbytes": 1_048_576,
-            "delivery.report.only.error": True,
-            "on_delivery": lambda err, msg: errors.append(str(err)),
-        })
-        producer.produce(topic, b"warm-up", partition=0)  # connection and metadata, untimed
-        producer.flush(30)
-        value, produce, poll = self.value, producer.produce, producer.poll
-        broker0, client0 = self.broker_cpu(), own_cpu()
-        start = time.perf_counter()
-        for _ in range(self.records):
-            while True:
-                try:
-                    produce(topic, value, partition=0)
-                    break
-                except BufferError:
-                    poll(0.0005)
-        left = producer.flush(300)
-        seconds = time.perf_counter() - start
-        if left or errors:
-            raise RuntimeError(f"confluent produce to {topic}: {left} undelivered, errors {errors[:3]}")
-        return Sample(seconds, self.records, [b - a for a, b in zip(broker0, self.broker_cpu())],
-                      own_cpu() - client0)
+        timed = harness.produce_confluent(self.cluster.bootstrap, topic, self.records, self.value, acks=acks,
+                                          batch_size=self.batch_size, linger_ms=self.linger_ms,
+                                          broker_pids=self.broker_pids())
+        return Sample(timed.seconds, self.records, timed.broker_cpu, timed.client_cpu)
 
     def produce_kcat(self, topic: str, acks: str) -> Sample:
-        command = ["kcat", "-P", "-t", topic, "-p", "0", "-b", self.cluster.bootstrap,
-                   "-X", f"batch.size={self.batch_size}", "-X", f"linger.ms={self.linger_ms}",
-                   "-X", f"acks={acks}", "-X", "compression.codec=none", "-X", "enable.idempotence=false",
-                   "-X", "queue.buffering.max.messages=1000000", "-X", "queue.buffering.max.kbytes=1048576",
-                   "-l", str(self.lines_path)]
-        broker0, client0 = self.broker_cpu(), children_cpu()
-        start = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, timeout=600)
-        seconds = time.perf_counter() - start
-        if done.returncode != 0:
-            raise RuntimeError(f"kcat produce to {topic} failed ({done.returncode}): {done.stderr[-500:]!r}")
-        return Sample(seconds, self.records, [b - a for a, b in zip(broker0, self.broker_cpu())],
-                      children_cpu() - client0)
-
-
-def describe_machine() -> str:
-    model = "?"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{platform.node()}: {os.cpu_count()} vCPU {model}, Linux {platform.release()}, Python {platform.python_version()}"
+        timed = harness.produce_kcat(self.cluster.bootstrap, topic, self.lines_path, acks=acks,
+                                     batch_size=self.batch_size, linger_ms=self.linger_ms,
+                                     broker_pids=self.broker_pids())
+        return Sample(timed.seconds, self.records, timed.broker_cpu, timed.client_cpu)
 
 
 def report(results: dict[str, list[Sample]], generators: list[str]) -> None:
@@ -204,52 +105,47 @@ def report(results: dict[str, list[Sample]], generators: list[str]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    base = Path(tempfile.mkdtemp(prefix="kafkalike-bench-replication-", dir=args.dir))
-    zookeeper = ZooKeeperServer(base / "zk", force_sync=False)
-    cluster: Cluster | None = None
-    try:
-        zookeeper.start()
-        zookeeper.wait_ready(60)
-        cluster = Cluster(zookeeper.connect_string + "/bench", base, size=3,
-                          overrides={"auto.leader.rebalance.enable": "false"})
-        cluster.start(90)
-        bench = Bench(cluster, args.records, args.batch_size, args.linger_ms, base)
+    with harness.Lab("replication", args.dir) as lab:
+        cluster = lab.cluster("bench", size=3, overrides={"auto.leader.rebalance.enable": "false"})
+        bench = Bench(cluster, args.records, args.batch_size, args.linger_ms, lab.scratch)
         bench.create_topics()
         generators = ["confluent"] + ([] if args.no_kcat else ["kcat"])
-        print(f"{time.strftime('%Y-%m-%d %H:%M')}  {describe_machine()}; "
-              f"load average {os.getloadavg()[0]:.2f} at start")
+        print(f"{time.strftime('%Y-%m-%d %H:%M')}  {harness.machine()}; "
+              f"load average {harness.load_average():.2f} at start")
         print(f"3 brokers, log dirs under {args.dir}; {args.records} records of {VALUE_SIZE} bytes per run, "
               f"1 partition led by broker 0, batch.size={args.batch_size}, linger.ms={args.linger_ms}, "
               f"no compression; {args.reps} interleaved reps, medians")
         results: dict[str, list[Sample]] = collections.defaultdict(list)
         cases = [(gen, name) for gen in generators for name in CASES]
-        for rep in range(args.reps):
-            for i in range(len(cases)):
-                gen, name = cases[(rep + i) % len(cases)]
-                produce = bench.produce_confluent if gen == "confluent" else bench.produce_kcat
-                results[f"{gen} {name}"].append(produce(name, CASES[name][1]))
+
+        def produce(case: tuple[str, str]) -> None:
+            gen, name = case
+            run_one = bench.produce_confluent if gen == "confluent" else bench.produce_kcat
+            results[f"{gen} {name}"].append(run_one(name, CASES[name][1]))
+
+        def progress(rep: int) -> None:
             print(f"  rep {rep + 1}/{args.reps}: " + ", ".join(
                 f"{gen} {name} {results[f'{gen} {name}'][-1].mb_s():.2f} MB/s" for gen, name in cases), flush=True)
+
+        harness.interleave(args.reps, cases, produce, progress)
         report(results, generators)
-        print(f"load average {os.getloadavg()[0]:.2f} at the end (other work on the machine skews a run)")
+        print(f"load average {harness.load_average():.2f} at the end (other work on the machine skews a run)")
         return 0
-    finally:
-        if cluster is not None:
-            cluster.kill()
-        zookeeper.remove()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.arg_parser(__doc__, reps=5)
     parser.add_argument("--records", type=int, default=300_000)
-    parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--linger-ms", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=16384)
     parser.add_argument("--no-kcat", action="store_true", help="confluent-kafka only")
-    parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir(),
-                        help="where the brokers' log dirs go (default /dev/shm)")
     return run(parser.parse_args(argv))
+
+
+@harness.bench_test
+def test_replication_bench_short() -> None:
+    """Both topics, both load generators, a few thousand records each."""
+    assert main(["--records", "5000", "--reps", "1"]) == 0
 
 
 if __name__ == "__main__":

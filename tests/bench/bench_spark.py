@@ -56,28 +56,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
 try:
-    import pytest
-except ImportError:  # runnable as a script without pytest
-    pytest = None
-else:
-    pytestmark = pytest.mark.bench
+    from . import harness          # collected by pytest as tests.bench.bench_spark
+except ImportError:
+    import harness                 # python tests/bench/bench_spark.py
 
 VALUE_SIZE = 100
 READERS = ("spark local[1]", "spark local[2]", "kafkalike", "range reader", "kafka-python")
-CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+CLOCK_TICK = harness.CLOCK_TICK
 
 
 # -- /proc ------------------------------------------------------------------------------------
@@ -398,7 +390,7 @@ def worker(args: argparse.Namespace) -> int:
 
 def run_worker(reader: str, args: argparse.Namespace, bootstrap: str, broker_pid: int, topics: dict,
                profile_out: str = "") -> dict:
-    command = [sys.executable, os.path.abspath(__file__), "--bootstrap", bootstrap, "--broker-pid", str(broker_pid),
+    command = ["--bootstrap", bootstrap, "--broker-pid", str(broker_pid),
                "--topic", topics["small"], "--big-topic", topics["big"], "--records", str(args.records),
                "--big-records", str(args.records * args.big_factor), "--partitions", str(args.partitions),
                "--runs", str(args.runs)]
@@ -408,10 +400,7 @@ def run_worker(reader: str, args: argparse.Namespace, bootstrap: str, broker_pid
         command += ["--worker", reader]
     if profile_out:
         command += ["--profile-out", profile_out]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=1800)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{reader} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return harness.run_worker(__file__, command, timeout=1800, what=reader)
 
 
 # -- setup -----------------------------------------------------------------------------------
@@ -440,31 +429,21 @@ def produce(bootstrap: str, topic: str, partitions: int, per_partition: int, scr
     return seconds
 
 
-def median(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
+median = harness.median
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafkalike.lab.cluster import BrokerProcess
-    from kafkalike.lab.zookeeper import ZooKeeperServer
-
     if args.records % args.partitions:
         raise SystemExit("--records must be a multiple of --partitions")
-    base = Path(tempfile.mkdtemp(prefix="kafkalike-bench-spark-", dir=args.dir))
-    zookeeper = ZooKeeperServer(base / "zk", force_sync=False)
-    broker = None
-    try:
-        zookeeper.start()
-        zookeeper.wait_ready(60)
-        broker = BrokerProcess(0, zookeeper.connect_string + "/bench", base / "kafka")
-        broker.start()
-        broker.wait_ready(60)
+    with harness.Lab("spark", args.dir) as lab:
+        broker = lab.broker()
+        base = lab.scratch
         stamp = int(time.time() * 1000)
         per_partition = args.records // args.partitions
         topics = {"small": f"bench-spark-{stamp}", "big": f"bench-spark-big-{stamp}"}
         produced = produce(broker.bootstrap, topics["small"], args.partitions, per_partition, base)
         produce(broker.bootstrap, topics["big"], args.partitions, per_partition * args.big_factor, base)
-        print(f"{time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
+        print(f"{time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} cores; load average {harness.load_average():.2f}")
         print(f"{args.records:,} x {VALUE_SIZE} B over {args.partitions} partitions ({per_partition:,} each; "
               f"kcat wrote them in {produced:.1f} s), big topic {args.big_factor}x per partition; "
               f"log dir in {args.dir}; {args.reps} rotating reps, {args.runs} Spark actions per session, medians",
@@ -473,8 +452,7 @@ def run(args: argparse.Namespace) -> int:
         big: dict[str, list[dict]] = {r: [] for r in READERS if r.startswith("spark")}
         pid = broker.proc.pid
         for rep in range(args.reps):
-            order = READERS[rep % len(READERS):] + READERS[:rep % len(READERS)]
-            for reader in order:
+            for reader in harness.rotated(READERS, rep):
                 result = run_worker(reader, args, broker.bootstrap, pid, topics)
                 runs = result["small"] + [result["big"]] if reader.startswith("spark") else [result]
                 for one in runs:
@@ -552,37 +530,27 @@ def run(args: argparse.Namespace) -> int:
             out = f"{args.profile}.txt"
             run_worker("range reader", args, broker.bootstrap, pid, topics, out)
             print(f"cProfile of the range reader over the {args.partitions} partitions: {out}")
-        print(f"load average {os.getloadavg()[0]:.2f} at the end")
+        print(f"load average {harness.load_average():.2f} at the end")
         return 0
-    finally:
-        if broker is not None:
-            broker.kill()
-        zookeeper.remove()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.arg_parser(__doc__, reps=3, dir_help="where the broker's log dir goes (default /dev/shm)")
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--big-factor", type=int, default=4)
-    parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--runs", type=int, default=2, help="timed actions on the small topic per Spark session")
-    parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
     parser.add_argument("--json", default="", help="write every measurement to this file")
     parser.add_argument("--profile", default="", help="also run the range reader once under cProfile: PREFIX.txt")
-    parser.add_argument("--worker", choices=("spark", *WORKERS), help=argparse.SUPPRESS)
-    parser.add_argument("--profile-out", default="", help=argparse.SUPPRESS)
-    parser.add_argument("--master", help=argparse.SUPPRESS)
-    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
-    parser.add_argument("--broker-pid", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--topic", help=argparse.SUPPRESS)
-    parser.add_argument("--big-topic", help=argparse.SUPPRESS)
-    parser.add_argument("--big-records", type=int, help=argparse.SUPPRESS)
+    harness.hidden(parser, "--worker", choices=("spark", *WORKERS))
+    harness.hidden(parser, "--profile-out", default="")
+    harness.hidden(parser, "--master", "--bootstrap", "--topic", "--big-topic")
+    harness.hidden(parser, "--broker-pid", "--big-records", type=int)
     args = parser.parse_args(argv)
     return worker(args) if args.worker else run(args)
 
 
+@harness.bench_test
 def test_spark_bench_small() -> None:
     """The whole benchmark on a small topic: every reader sees every record."""
     assert main(["--records", "40000", "--reps", "1", "--runs", "1"]) == 0
