@@ -26,11 +26,11 @@ from kafkalike.spark.options import OffsetLimit, SourceOptions, sink_options, so
 from kafkalike.spark.planner import (OffsetRange, admin_client, batch_ranges, resolve_limit, resolve_partitions,
                                      split_ranges)
 from kafkalike.spark.reader import RangeReader
+from kafkalike.spark import FORMAT
 from kafkalike.spark.writer import check_sink_schema, write_batches
 
 log = logging.getLogger("kafkalike.spark")
 
-from kafkalike.spark import FORMAT
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
           "timestampType int")
 HEADERS_COLUMN = ", headers array<struct<key: string, value: binary>>"

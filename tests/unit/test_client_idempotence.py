@@ -98,7 +98,8 @@ def test_the_pieces_of_a_split_batch_keep_its_sequence_range():
     acc, manager = setup()
     manager.set_producer_id(7, 0)
     fill(acc, 2)
-    first, second = drain_one(acc), drain_one(acc)
+    first = drain_one(acc)
+    drain_one(acc)
     pieces = acc.split_and_reenqueue(first, T0)
     manager.replace(first, pieces)
     assert [p.base_sequence for p in pieces] == [sum(p.count for p in pieces[:i]) for i in range(len(pieces))]

@@ -6,7 +6,6 @@ import pytest
 from kafkalike.storage.log import Log
 from kafkalike.storage.producer_state import (InvalidProducerEpochError, OutOfOrderSequenceError,
                                               UnknownProducerIdError, last_sequence)
-from kafkalike.storage.validation import AppendOrigin
 from tests.unit.test_storage_batches import make_batch
 from tests.unit.test_storage_log import open_log
 
