@@ -203,7 +203,9 @@ def _down(args: argparse.Namespace) -> int:
 
 def _kill(args: argparse.Namespace) -> int:
     lab = _lab(args)
-    node = lab.resolve(args.node)
+    state = lab.state()
+    lab.backend(state).check_usable()        # netns: its daemons are root's
+    node = lab.resolve(args.node, state)
     sig = signal.SIGKILL if args.hard else signal.SIGTERM
     pid = node.pid
     elapsed = lab.kill(node, sig, timeout=args.timeout)
