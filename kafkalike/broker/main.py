@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from twisted.internet import defer, reactor
 
-    from kafkalike.broker.server import KafkaServer, StartupError
+    from kafkalike.broker.server import KafkaServer
 
     server = KafkaServer(config, reactor)
     status = {"code": 0}
