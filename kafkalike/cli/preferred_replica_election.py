@@ -161,8 +161,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         out.write(DEPRECATION)
         opts = parse_args(OPTIONS, args, DIALECT)
         if not args or opts.has("help"):
-            out.write(HELP)
-            return 0
+            # CommandLineUtils.printHelpAndExitIfNeeded: usage on stderr, exit status 1.
+            err.write(HELP)
+            return 1
         if opts.has("version"):
             out.write(f"{KAFKA_VERSION} (Commit:{KAFKA_COMMIT_ID})\n")
             return 0

@@ -95,3 +95,12 @@ def test_deprecated_tool_wants_exactly_one_connection_option():
     assert err.getvalue().startswith("Exactly one of 'bootstrap-server' or 'zookeeper' must be provided\n")
     assert preferred_replica_election.scala_set(["a-0", "a-1"]) == "Set(a-0, a-1)"
     assert preferred_replica_election.scala_set([f"a-{i}" for i in range(5)]).startswith("HashSet(")
+
+
+@pytest.mark.parametrize("tool", [leader_election, preferred_replica_election])
+@pytest.mark.parametrize("argv", [[], ["--help"]])
+def test_help_goes_to_stderr_with_status_1_as_kafka(tool, argv):
+    out, err = io.StringIO(), io.StringIO()
+    assert tool.main(argv, out=out, err=err) == 1
+    assert err.getvalue() == tool.HELP
+    assert tool.HELP not in out.getvalue()     # stdout keeps only the deprecation notice, if any
