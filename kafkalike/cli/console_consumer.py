@@ -262,7 +262,8 @@ class ConsumerOptions:
         else:
             props["auto.offset.reset"] = "earliest" if self.from_beginning else "latest"
         props["bootstrap.servers"] = self.args.value("bootstrap-server")
-        props.setdefault("client.id", "console-consumer")
+        # No client.id of its own (unlike the console producer): KafkaConsumer names it
+        # consumer-<group>-<n>, which kafka-consumer-groups.sh then shows as CLIENT-ID.
         if self.args.has("isolation-level") or "isolation.level" not in props:  # maybeMergeOptions
             props["isolation.level"] = self.args.value("isolation-level")
         return props

@@ -116,8 +116,9 @@ class KafkaConsumer:
         self._owner: int | None = None      # the thread inside a consumer call, if any
         self._owner_depth = 0
         self.config = cfg = consumer_config(merged)
-        self.client_id = cfg["client.id"] or f"consumer-{cfg['group.id'] or ''}-{next(_client_ids)}".replace(
-            "--", "-")
+        # KafkaConsumer's default: "consumer-" + (groupId + "-" when there is one) + sequence.
+        group_part = f"{cfg['group.id']}-" if cfg["group.id"] else ""
+        self.client_id = cfg["client.id"] or f"consumer-{group_part}{next(_client_ids)}"
         self._log_prefix = f"[Consumer clientId={self.client_id}, groupId={cfg['group.id'] or ''}] "
         servers = cfg["bootstrap.servers"]
         try:

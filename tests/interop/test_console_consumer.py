@@ -265,3 +265,20 @@ def test_signals_report_the_count_and_exit_128_plus_signal(broker, signum, statu
     assert proc.returncode == status, err
     assert err.endswith("Processed a total of 3 messages\n")
     assert "Traceback" not in err
+
+
+def test_a_running_console_consumer_is_client_consumer_group_n(broker):
+    """Kafka 2.8's console consumer sets no client.id: KafkaConsumer's consumer-<group>-1
+    is what kafka-consumer-groups.sh and every admin client show for it."""
+    topic = topic_with(broker.bootstrap, 1, [(0, None, b"v", 1_600_000_000_000)])
+    group = f"console-{uuid.uuid4().hex[:8]}"
+    proc = subprocess.Popen([TOOL, "--bootstrap-server", broker.bootstrap, "--topic", topic, "--group", group,
+                             "--from-beginning"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    try:
+        assert proc.stdout.readline() == "v\n"      # joined and assigned
+        [described] = admin.describe_consumer_groups([group]).values()
+        assert [m.client_id for m in described.result(15).members] == [f"consumer-{group}-1"]
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
