@@ -18,7 +18,7 @@ from crc32c import crc32c
 
 from kafkalike.records.header import (
     ATTRIBUTES, CONTROL_MASK, CRC, HEADER_SIZE, HEADER_STRUCT, LOG_OVERHEAD,
-    TIMESTAMP_TYPE_MASK,
+    NO_TIMESTAMP, TIMESTAMP_TYPE_MASK,
 )
 from kafkalike.storage.config import LONG_MAX, LogConfig
 from kafkalike.storage.producer_state import ProducerBatch, last_sequence
@@ -108,8 +108,9 @@ def _check_client_batch(base: int, delta: int, count: int, attributes: int, prod
 
 
 def _check_timestamps(first_ts: int, max_ts: int, now_ms: int, limit: int) -> None:
+    # NO_TIMESTAMP (-1: a magic 0 message, converted) is exempt, as in Kafka's LogValidator.
     for ts in (first_ts, max_ts):
-        if abs(ts - now_ms) > limit:
+        if ts != NO_TIMESTAMP and abs(ts - now_ms) > limit:
             raise InvalidTimestampError(
                 f"Timestamp {ts} of a record batch is out of range. The timestamp should be within "
                 f"[{now_ms - limit}, {now_ms + limit}]")

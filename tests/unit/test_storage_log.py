@@ -156,6 +156,8 @@ def test_timestamps_far_from_the_broker_clock_are_rejected_when_limited(shm_path
     with pytest.raises(InvalidTimestampError):
         log.append(make_batch([b"a"], timestamps=[NOW - 5000]), now_ms=NOW)
     assert log.append(make_batch([b"a"], timestamps=[NOW - 500]), now_ms=NOW).last_offset == 0
+    # No timestamp at all (-1, as a converted magic 0 message) is exempt, as in Kafka.
+    assert log.append(make_batch([b"a"], timestamps=[-1]), now_ms=NOW).last_offset == 1
 
 
 def test_a_torn_trailing_batch_is_dropped_like_kafka_does(shm_path):
