@@ -103,6 +103,7 @@ class AlterIsrManager:
                 continue
             if result.leader_epoch != part.leader_epoch:
                 continue    # a LeaderAndIsr overtook the answer; it is newer
+            old_size = len(part.isr)
             part.isr = list(result.isr)
             part.zk_version = result.current_isr_version
             log.info("[Partition %s-%d broker=%d] ISR updated to %s and zkVersion updated to %d",
@@ -111,6 +112,7 @@ class AlterIsrManager:
                 self.server.replica_manager.on_high_watermark_moved(tp)
             else:
                 self.server.replica_manager.produce_purgatory.check_and_complete(tp)
+            self.server.replica_manager.stats.isr_changed(old_size, len(part.isr))   # IsrExpands/ShrinksPerSec
 
     def _closed(self, _ignored, conn) -> None:
         if self.conn is conn:

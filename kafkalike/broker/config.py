@@ -405,6 +405,13 @@ _KEYS: tuple[ConfigKey, ...] = (
     _k("controller.quorum.append.linger.ms", I, 25, "KRaft append linger.", internal=True),
     _k("controller.quorum.request.timeout.ms", I, 2000, "KRaft request timeout.", internal=True),
     _k("controller.quorum.retry.backoff.ms", I, 20, "KRaft retry backoff.", internal=True),
+    # kafkalike's own keys (docs/metrics.md). Internal, as Kafka's internal keys are: known
+    # (never reported unknown) and validated, but not listed by DescribeConfigs, which
+    # answers with Kafka 2.8's keys only.
+    _k("kafkalike.metrics.port", I, -1, "Port of the broker's Prometheus metrics endpoint (/metrics); -1 serves "
+       "none, 0 takes any free port.", at_least(-1), internal=True),
+    _k("kafkalike.metrics.host", S, None, "Address the metrics endpoint binds; unset means every interface.",
+       internal=True),
 )
 
 BROKER_CONFIG: dict[str, ConfigKey] = {k.name: k for k in _KEYS}

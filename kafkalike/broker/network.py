@@ -9,6 +9,7 @@ without bound.
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 
 from twisted.internet import defer, protocol
@@ -34,6 +35,8 @@ class KafkaConnection(SizePrefixedReceiver):
         self._busy = False
         self._paused = False
         self.peer = "?"
+        self._received = self._started = self._handled = 0.0   # the current request's times
+        self._follower = False
 
     def connectionMade(self) -> None:
         peer = self.transport.getPeer()
@@ -50,7 +53,7 @@ class KafkaConnection(SizePrefixedReceiver):
         self.transport.abortConnection()
 
     def stringReceived(self, frame: bytes) -> None:
-        self._queue.append(frame)
+        self._queue.append((frame, time.monotonic()))   # arrival time: RequestQueueTimeMs
         if len(self._queue) >= QUEUE_PAUSE and not self._paused:
             self._paused = True
             self.transport.pauseProducing()
@@ -61,7 +64,7 @@ class KafkaConnection(SizePrefixedReceiver):
 
     def _next(self) -> None:
         while self._queue and not self._busy:
-            frame = self._queue.popleft()
+            frame, self._received = self._queue.popleft()
             if self._paused and len(self._queue) < QUEUE_PAUSE // 2:
                 self._paused = False
                 self.transport.resumeProducing()
@@ -79,6 +82,7 @@ class KafkaConnection(SizePrefixedReceiver):
 
     def _dispatch(self, frame: bytes):
         """Handle one frame; returns a Deferred when the answer is not ready yet."""
+        self._started = time.monotonic()
         try:
             header, reader = decode_request_header(frame)
         except ProtocolDecodeError as exc:
@@ -103,6 +107,7 @@ class KafkaConnection(SizePrefixedReceiver):
                 return None
         try:
             request = reg.spec.request.read_from(reader, version)
+            self._follower = getattr(request, "replica_id", -1) >= 0   # FetchFollower, not FetchConsumer
         except ProtocolDecodeError as exc:
             log.warning("Closing connection from %s: malformed %s v%d request (%s)",
                         self.peer, reg.spec.name, version, exc)
@@ -126,6 +131,7 @@ class KafkaConnection(SizePrefixedReceiver):
         return reg.error_response(request, version, ErrorCode.UNKNOWN_SERVER_ERROR)
 
     def _send_result(self, ctx: RequestContext, result, version: int):
+        self._handled = time.monotonic()
         if isinstance(result, defer.Deferred):
             result.addCallback(self._send, ctx, version)
             result.addErrback(self._failed, ctx)
@@ -134,10 +140,19 @@ class KafkaConnection(SizePrefixedReceiver):
         return None
 
     def _send(self, response, ctx: RequestContext, version: int) -> None:
+        ready = time.monotonic()
         if response is None or self.transport is None:
+            self._record(ctx, version, ready, ready)
             return  # acks=0 produce: Kafka sends nothing back
         chunks = encode_response(ctx.api_key, version, ctx.correlation_id, response)
         self.transport.writeSequence(size_prefixed(chunks))
+        self._record(ctx, version, ready, time.monotonic())
+
+    def _record(self, ctx: RequestContext, version: int, ready: float, sent: float) -> None:
+        """Kafka's request metrics; requests on a connection are handled one at a time,
+        so the times kept on the connection are this request's."""
+        self.services.request_metrics.record(ctx.api_key, version, ctx.api_key == 1 and self._follower,
+                                             self._received, self._started, self._handled, ready, sent)
 
     def _failed(self, failure, ctx: RequestContext) -> None:
         log.error("Error answering api key %d from %s: %s", ctx.api_key, self.peer,

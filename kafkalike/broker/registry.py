@@ -5,9 +5,10 @@ advertise a version it does not serve, nor serve one it does not advertise.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from kafkalike.metrics.stats import RequestMetrics
 from kafkalike.protocol.api import APIS, ApiSpec
 from kafkalike.protocol.errors import ErrorCode
 
@@ -67,6 +68,9 @@ class BrokerServices:
     controller: KafkaController
     producer_ids: ProducerIdManager
     epochs: BrokerEpochs
+    # Kafka's RequestMetrics, which the listener records every answered request into.
+    request_metrics: RequestMetrics = field(
+        default_factory=lambda: RequestMetrics({key: spec.name for key, spec in APIS.items()}))
 
 
 @dataclass

@@ -155,6 +155,7 @@ class ReplicaFetcher:
         records = pr.record_set
         if records:
             info = log_.append_as_follower(records)
+            self.server.replica_manager.stats.replicated_in(info.valid_bytes)
             if info.batch_count:
                 state.fetch_offset = info.last_offset + 1
         log_.update_high_watermark(min(pr.high_watermark, log_.log_end_offset))

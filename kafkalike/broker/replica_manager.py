@@ -16,6 +16,7 @@ from twisted.internet import defer, threads
 
 from kafkalike.broker.partition import Partition
 from kafkalike.broker.purgatory import DelayedOperation, Purgatory
+from kafkalike.metrics.stats import ReplicaStats
 from kafkalike.protocol.errors import ErrorCode, KafkaProtocolError
 from kafkalike.storage import errors as storage_errors
 from kafkalike.storage.producer_state import (InvalidProducerEpochError, OutOfOrderSequenceError,
@@ -186,6 +187,7 @@ class ReplicaManager:
         self.produce_purgatory = Purgatory("Produce", clock)
         self.fetch_purgatory = Purgatory("Fetch", clock)
         self._negative_max_bytes_logged_ms = -60_000
+        self.stats = ReplicaStats()    # BrokerTopicMetrics and the ISR meters (kafkalike.broker.metrics)
 
     def min_insync(self, topic: str) -> int:
         return self.topic_config(topic).min_insync_replicas
@@ -223,6 +225,7 @@ class ReplicaManager:
                 results[tp] = ProduceResult(ErrorCode.NONE, info.first_offset,
                                             info.log_append_time, part.log.log_start_offset,
                                             info.last_offset)
+                self.stats.appended(tp[0], info.records_count, len(records))
                 self.fetch_purgatory.check_and_complete(tp)
             except Exception as exc:  # each partition fails on its own
                 code = error_for(exc)
@@ -230,6 +233,7 @@ class ReplicaManager:
                     log.exception("Error appending to %s-%d", *tp)
                 results[tp] = ProduceResult(code, message=str(exc) if code != ErrorCode.NONE else None,
                                             record_errors=getattr(exc, "record_errors", []))
+                self.stats.append_failed(tp[0], code, len(records))
         if acks != -1 or not any(r.error == ErrorCode.NONE for r in results.values()):
             return results
         op = DelayedProduce(self, timeout_ms, results)
@@ -244,10 +248,17 @@ class ReplicaManager:
         total = sum(len(r.records) for r in results.values() if r.records)
         answer_now = any(r.error != ErrorCode.NONE or r.diverging is not None for r in results.values())
         if params.max_wait_ms <= 0 or total >= params.min_bytes or answer_now or not params.partitions:
+            self.stats.fetched(params.replica_id, results)
             return results
         op = DelayedFetch(self, params, total)
         d = self.fetch_purgatory.try_complete_else_watch(op, list(params.partitions))
+        d.addCallback(self._count_fetched, params.replica_id)
         return d
+
+    def _count_fetched(self, results: dict, replica_id: int) -> dict:
+        """A delayed fetch's answer counts in the fetch meters when it is given."""
+        self.stats.fetched(replica_id, results)
+        return results
 
     def _record_follower_positions(self, params: FetchParams, results: dict[TopicPartition, "FetchResult"]) -> None:
         """A follower's fetch offset is its log end, but only where the read succeeded.
@@ -431,6 +442,7 @@ class ReplicaManager:
                     self.on_leadership_change(topic, partition, False, None)
                 if delete and not any(t == topic for t, _ in self.partitions):
                     self.topic_configs.set_overrides(topic, None)
+                    self.stats.forget_topic(topic)
             except Exception:
                 log.exception("Error stopping replica %s-%d", topic, partition)
                 errors[(topic, partition)] = ErrorCode.KAFKA_STORAGE_ERROR

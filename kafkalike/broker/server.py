@@ -19,6 +19,7 @@ from kafkalike.broker.alter_isr import AlterIsrManager
 from kafkalike.broker.config import KafkaConfig, api_version_at_least
 from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.broker.metadata_cache import MetadataCache
+from kafkalike.broker.metrics import BrokerMetrics, start_metrics
 from kafkalike.broker.network import KafkaServerFactory
 from kafkalike.broker.registry import BrokerEpochs, BrokerServices, load_handlers
 from kafkalike.broker.replica_fetcher import ReplicaFetcherManager
@@ -64,6 +65,7 @@ class KafkaServer:
         self.producer_id_manager: ProducerIdManager | None = None
         self.admin: AdminManager | None = None
         self.services: BrokerServices | None = None
+        self.metrics: BrokerMetrics | None = None
         self.ports: list = []
         self._tasks: list[task.LoopingCall] = []
         self._config_watch = None
@@ -142,6 +144,7 @@ class KafkaServer:
             controller=controller, producer_ids=self.producer_id_manager, epochs=self.epochs)
         load_handlers()
         await self._listen()
+        self.metrics = await start_metrics(self)    # the Prometheus endpoint, if kafkalike.metrics.port is set
         self.zk.add_session_listener(self._on_session_event)
         await self._register()
         self._checkpoint_broker_metadata()
@@ -334,6 +337,8 @@ class KafkaServer:
                 loop.stop()
         for port in self.ports:
             await port.stopListening()
+        if self.metrics is not None:
+            await self.metrics.stop()
         for port in self.ports:
             for conn in list(port.factory.connections):
                 conn.transport.loseConnection()

@@ -5,8 +5,8 @@ statement counts: at module level, inside functions and classes, and under
 `if TYPE_CHECKING:`. Imports are judged per package (the folder right under kafkalike/;
 the top-level module `kafkalike/properties.py` is a unit of its own). The rules:
 
-- the floors import only what lies below them: protocol and records nothing of
-  kafkalike, common only protocol, zkdata nothing above common;
+- the floors import only what lies below them: protocol, records and metrics nothing
+  of kafkalike, common only protocol, zkdata nothing above common;
 - storage imports none of broker, controller, coordinator and client; the client none
   of the server's packages (broker, controller, coordinator, storage); the controller
   and the coordinator neither the broker that hosts them nor the client;
@@ -29,7 +29,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "kafkalike"
 
-FLOORS = ("protocol", "records", "properties", "common", "zkdata")
+FLOORS = ("protocol", "records", "properties", "metrics", "common", "zkdata")
 MIDDLE = ("storage", "controller", "coordinator", "broker", "client")
 TOP = ("cli", "lab", "spark")
 
@@ -38,6 +38,7 @@ MAY_IMPORT_ONLY: dict[str, frozenset[str]] = {
     "protocol": frozenset(),
     "records": frozenset(),
     "properties": frozenset(),
+    "metrics": frozenset(),
     "common": frozenset({"protocol"}),
     "zkdata": frozenset({"protocol", "records", "common"}),
 }
