@@ -51,6 +51,7 @@ from kafkalike.common.resources import ConfigSource, ResourceType
 from kafkalike.common.topics import INTERNAL_TOPICS
 from kafkalike.protocol.errors import ErrorCode, default_message, java_exception_name
 from kafkalike.protocol.messages.alter_configs import AlterConfigsRequest
+from kafkalike.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from kafkalike.protocol.messages.create_partitions import CreatePartitionsRequest
 from kafkalike.protocol.messages.create_topics import CreateTopicsRequest
 from kafkalike.protocol.messages.delete_groups import DeleteGroupsRequest
@@ -278,6 +279,57 @@ class AdminClient:
                         tuple(p.replicas), tuple(p.adding_replicas), tuple(p.removing_replicas))
                     for t in response.topics for p in t.partitions}
         return self._call("listPartitionReassignments", attempt)
+
+    def alter_partition_reassignments(self, reassignments: Mapping[tuple[str, int], Sequence[int] | None]
+                                      ) -> dict[tuple[str, int], KafkaAdminError | None]:
+        """Start (a replica list) or cancel (None) partition reassignments on the controller.
+
+        Each partition maps to None (accepted: the controller has started moving it, or
+        has reverted it) or its error, as the Java client's per-partition futures report
+        them; an error for the whole request fails every partition with it."""
+        out: dict[tuple[str, int], KafkaAdminError | None] = {}
+        by_topic: dict[str, list] = {}
+        for (topic, partition), replicas in reassignments.items():
+            try:
+                _check_representable(topic)
+            except KafkaAdminError as error:
+                out[(topic, partition)] = error
+                continue
+            if partition < 0:
+                out[(topic, partition)] = KafkaAdminError(
+                    ErrorCode.INVALID_TOPIC_EXCEPTION, f"The given partition index {partition} is not valid.")
+                continue
+            by_topic.setdefault(topic, []).append(AlterPartitionReassignmentsRequest.ReassignablePartition(
+                partition_index=partition, replicas=None if replicas is None else [int(r) for r in replicas]))
+        topics = [AlterPartitionReassignmentsRequest.ReassignableTopic(name=t, partitions=ps)
+                  for t, ps in by_topic.items()]
+
+        def attempt(deadline: float) -> dict[tuple[str, int], KafkaAdminError | None]:
+            if not topics:
+                return {}
+            request = AlterPartitionReassignmentsRequest(timeout_ms=self._op_timeout_ms(deadline), topics=topics)
+            response = self._send_to_controller(request, deadline)
+            self._retry_if_controller_moved([response.error_code])
+            answered: dict[tuple[str, int], KafkaAdminError | None] = {}
+            if response.error_code != ErrorCode.NONE:
+                for t in topics:
+                    for p in t.partitions:
+                        answered[(t.name, p.partition_index)] = KafkaAdminError(response.error_code,
+                                                                                response.error_message)
+                return answered
+            for t in response.responses:
+                for p in t.partitions:
+                    answered[(t.name, p.partition_index)] = (
+                        None if p.error_code == ErrorCode.NONE else KafkaAdminError(p.error_code, p.error_message))
+            for t in topics:
+                for p in t.partitions:
+                    if (t.name, p.partition_index) not in answered:
+                        answered[(t.name, p.partition_index)] = KafkaAdminError(
+                            ErrorCode.UNKNOWN_SERVER_ERROR, "The controller response did not contain a result "
+                            f"for topic partition {t.name}-{p.partition_index}")
+            return answered
+        out.update(self._call("alterPartitionReassignments", attempt))
+        return {tp: out[tp] for tp in reassignments}
 
     # -- cluster -------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from kafkalike.zkdata.broker_registration import BrokerRegistration
-from kafkalike.zkdata.topic_znodes import LeaderIsrAndControllerEpoch, TopicPartition
+from kafkalike.zkdata.topic_znodes import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
 
 # Partition states and the states each may be entered from (PartitionStateMachine).
 NEW, ONLINE, OFFLINE, NON_EXISTENT = "NewPartition", "OnlinePartition", "OfflinePartition", "NonExistentPartition"
@@ -37,12 +37,23 @@ class ControllerContext:
     partition_states: dict[TopicPartition, str] = field(default_factory=dict)
     topics_to_delete: set[str] = field(default_factory=set)
     shutting_down: set[int] = field(default_factory=set)
+    # Reassignments (KIP-455): the adding/removing lists of partitions that have them (their
+    # replicas are in `assignments`), and the partitions the controller is moving.
+    reassigning: dict[TopicPartition, ReplicaAssignment] = field(default_factory=dict)
+    partitions_being_reassigned: set[TopicPartition] = field(default_factory=set)
+    # Topics marked for deletion that wait for their reassignments to finish first.
+    deletions_waiting: set[str] = field(default_factory=set)
 
     # -- queries ----------------------------------------------------------------------
 
     @property
     def live_ids(self) -> set[int]:
         return set(self.live_brokers)
+
+    @property
+    def usable_ids(self) -> set[int]:
+        """Kafka's liveBrokerIds: live and not in a controlled shutdown."""
+        return set(self.live_brokers) - self.shutting_down
 
     def topics(self) -> set[str]:
         return {tp.topic for tp in self.assignments}
@@ -58,6 +69,19 @@ class ControllerContext:
 
     def is_replica_online(self, broker_id: int) -> bool:
         return broker_id in self.live_brokers
+
+    def full_assignment(self, tp: TopicPartition) -> ReplicaAssignment:
+        """Replicas with the adding/removing lists of a reassignment (empty lists otherwise;
+        no replicas at all for a partition that does not exist)."""
+        found = self.reassigning.get(tp)
+        return found if found is not None else ReplicaAssignment(self.assignments.get(tp, ()))
+
+    def set_full_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
+        self.assignments[tp] = tuple(assignment.replicas)
+        if assignment.adding_replicas or assignment.removing_replicas:
+            self.reassigning[tp] = assignment
+        else:
+            self.reassigning.pop(tp, None)
 
     # -- partition state machine ---------------------------------------------------------
 
@@ -76,5 +100,8 @@ class ControllerContext:
             self.assignments.pop(tp, None)
             self.leadership.pop(tp, None)
             self.partition_states.pop(tp, None)
+            self.reassigning.pop(tp, None)
+            self.partitions_being_reassigned.discard(tp)
         self.topic_ids.pop(topic, None)
         self.topics_to_delete.discard(topic)
+        self.deletions_waiting.discard(topic)

@@ -15,6 +15,7 @@ from twisted.internet import defer, task
 from kafkalike.controller import requests as reqs
 from kafkalike.controller.channel import ControllerChannelManager
 from kafkalike.controller.context import NEW, OFFLINE, ONLINE, ControllerContext
+from kafkalike.controller.reassigner import ReassignmentSteps
 from kafkalike.controller.leader_election import (
     ElectionResult,
     ElectionType,
@@ -33,7 +34,7 @@ state_log = logging.getLogger("state.change.logger")
 NO_LEADER = -1
 
 
-class KafkaController:
+class KafkaController(ReassignmentSteps):
     def __init__(self, broker_id: int, zk, reactor, *, inter_broker_listener: str = "PLAINTEXT",
                  delete_topic_enable: bool = True, unclean_election: Callable[[str], bool] = lambda t: False,
                  auto_leader_rebalance_enable: bool = True, leader_imbalance_check_interval_seconds: float = 300,
@@ -162,6 +163,8 @@ class KafkaController:
             self._add_live_broker(entry.broker, entry.epoch)
         topics = set(await zk.get_all_topics())
         await self._load_topics(topics)
+        # Reassignments in flight are in the topic znodes (adding/removing replicas).
+        self.ctx.partitions_being_reassigned = set(self.ctx.reassigning)
         self.ctx.topics_to_delete = set(await zk.get_topic_deletions()) & topics
         # Tell every broker what we know before changing anything.
         self._send_update_metadata(self.ctx.live_ids, list(self.ctx.assignments))
@@ -178,6 +181,7 @@ class KafkaController:
         if dead:
             await self._remove_from_isr(dead)
         self._send_leader_and_isr_for_all_live()
+        await self._initialize_partition_reassignments()
         await self._on_topic_deletion()
         self.put("PreferredReplicaElectionRegistration", self._watch_preferred_replica_election)
         self._start_auto_rebalance()
@@ -210,7 +214,7 @@ class KafkaController:
                 tp = TopicPartition(topic, p)
                 if tp not in self.ctx.assignments:
                     loaded.append(tp)
-                self.ctx.assignments[tp] = tuple(ra.replicas)
+                self.ctx.set_full_assignment(tp, ra)
         states = await self.zk.get_partition_states(loaded)
         self.ctx.leadership.update(states)
         for topic in sorted(topics):
@@ -263,6 +267,7 @@ class KafkaController:
             if mine:
                 self._send_leader_and_isr({b}, mine)
         await self._elect_offline_and_new()
+        await self._resume_reassignments_on(brokers)
 
     async def _on_brokers_failure(self, brokers: list[int]) -> None:
         gone = set(brokers)
@@ -339,6 +344,13 @@ class KafkaController:
             if topic not in self.ctx.topics():
                 await self.zk.delete_topic_deletions([topic], self.ctx.epoch_zk_version)
                 continue
+            if any(tp.topic == topic for tp in self.ctx.partitions_being_reassigned):
+                if topic not in self.ctx.deletions_waiting:
+                    log.info("[Controller id=%d] Topic %s is ineligible for deletion: topic reassignment in "
+                             "progress", self.broker_id, topic)
+                self.ctx.deletions_waiting.add(topic)
+                continue
+            self.ctx.deletions_waiting.discard(topic)
             self.ctx.topics_to_delete.add(topic)
             await self._delete_topic(topic)
 
@@ -517,6 +529,9 @@ class KafkaController:
             AlterIsrResponse.TopicData(name=n, partitions=ps) for n, ps in topics.items()]))
         if written:
             self._send_update_metadata(self.ctx.live_ids, written)
+            # After the answer, as Kafka: an ISR that now holds every target replica
+            # completes that partition's reassignment.
+            await self._maybe_complete_reassignments(written)
 
     def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> defer.Deferred:
         """Deferred[(ErrorCode, remaining partitions)] for a broker about to stop."""

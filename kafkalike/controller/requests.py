@@ -28,11 +28,13 @@ def leader_and_isr(ctx: ControllerContext, controller_id: int, broker_id: int,
     for tp in partitions:
         state = ctx.leadership[tp]
         leaders.add(state.leader)
+        full = ctx.full_assignment(tp)
         by_topic[tp.topic].append(LeaderAndIsrRequest.LeaderAndIsrPartitionState(
             topic_name=tp.topic, partition_index=tp.partition,
             controller_epoch=state.controller_epoch, leader=state.leader,
             leader_epoch=state.leader_epoch, isr=list(state.isr), zk_version=state.zk_version,
-            replicas=list(ctx.assignments[tp]), is_new=tp in new))
+            replicas=list(full.replicas), adding_replicas=list(full.adding_replicas),
+            removing_replicas=list(full.removing_replicas), is_new=tp in new))
     topic_states = [LeaderAndIsrRequest.LeaderAndIsrTopicState(
         topic_name=t, topic_id=ctx.topic_ids.get(t) or LeaderAndIsrRequest.LeaderAndIsrTopicState().topic_id,
         partition_states=ps) for t, ps in sorted(by_topic.items())]

@@ -60,6 +60,7 @@ from .znodes import (
     IsrChangeNotificationZNode,
     ProducerIdBlock,
     ProducerIdBlockZNode,
+    ReassignPartitionsZNode,
 )
 
 __all__ = [
@@ -69,7 +70,7 @@ __all__ = [
     "ControllerZNode", "DataChanged", "DeleteTopicsZNode", "EndPoint", "FeatureZNode", "FeatureZNodeValue", "EphemeralOwnedByOtherSession",
     "IsrChangeNotification", "IsrChangeNotificationZNode", "KafkaZkClient", "LeaderIsrAndControllerEpoch",
     "MATCH_ANY_VERSION", "NewSession", "PERSISTENT_ZK_PATHS", "PartitionAssignment", "PartitionModifications",
-    "ProducerIdBlock", "ProducerIdBlockZNode", "ReplicaAssignment", "SessionEvent", "SessionExpired",
+    "ProducerIdBlock", "ProducerIdBlockZNode", "ReassignPartitionsZNode", "ReplicaAssignment", "SessionEvent", "SessionExpired",
     "SessionReconnected", "SessionSuspended", "SupportedFeature", "TopicAlreadyMarkedForDeletionError",
     "TopicChange", "TopicDeletion", "TopicExistsError", "TopicPartition", "TopicPartitionStateZNode",
     "TopicZNode", "UNKNOWN_VERSION", "UnknownTopicError", "ZNodeChange", "ZNodeDecodeError", "ZNodeEvent",

@@ -87,6 +87,7 @@ from .znodes import (
     PreferredReplicaElectionZNode,
     ProducerIdBlock,
     ProducerIdBlockZNode,
+    ReassignPartitionsZNode,
     now_ms,
 )
 
@@ -498,6 +499,43 @@ class KafkaZkClient:
     @returns_deferred
     async def delete_preferred_replica_election(self, controller_epoch_zk_version: int) -> None:
         await self._delete_if_present(PreferredReplicaElectionZNode.PATH, controller_epoch_zk_version)
+
+    # -- the legacy partition reassignment znode ---------------------------------------
+
+    @returns_deferred
+    async def reassign_partitions_in_progress(self) -> bool:
+        return await self._req(lambda: self._kazoo.exists_async(ReassignPartitionsZNode.PATH)) is not None
+
+    @returns_deferred
+    async def get_partition_reassignment(self) -> dict[TopicPartition, tuple[int, ...]] | None:
+        """Partition -> target replicas from /admin/reassign_partitions; None when there is
+        no such znode; ZNodeDecodeError when it is unreadable."""
+        found = await self._get_or_none(ReassignPartitionsZNode.PATH)
+        return None if found is None else ReassignPartitionsZNode.decode(found[0])
+
+    @returns_deferred
+    async def create_partition_reassignment(self, reassignments: Mapping[TopicPartition, Sequence[int]]) -> None:
+        """What `kafka-reassign-partitions --zookeeper --execute` writes (NodeExistsError if
+        one is there already)."""
+        await self._create_recursive(ReassignPartitionsZNode.PATH, ReassignPartitionsZNode.encode(reassignments))
+
+    @returns_deferred
+    async def set_or_create_partition_reassignment(
+        self, reassignments: Mapping[TopicPartition, Sequence[int]], controller_epoch_zk_version: int
+    ) -> None:
+        data = ReassignPartitionsZNode.encode(reassignments)
+        try:
+            await self._write(ZkOp.set(ReassignPartitionsZNode.PATH, data), controller_epoch_zk_version)
+        except NoNodeError:
+            await self._write(ZkOp.create(ReassignPartitionsZNode.PATH, data), controller_epoch_zk_version)
+
+    @returns_deferred
+    async def delete_partition_reassignment(self, controller_epoch_zk_version: int) -> None:
+        await self._delete_if_present(ReassignPartitionsZNode.PATH, controller_epoch_zk_version)
+
+    def watch_partition_reassignment(self, listener: Listener) -> Deferred[ZNodeWatch]:
+        """Creation, change and deletion of /admin/reassign_partitions."""
+        return self.watch_data(ReassignPartitionsZNode.PATH, listener)
 
     @returns_deferred
     async def get_consumer_offset(self, group: str, tp: TopicPartition) -> int | None:

@@ -392,6 +392,50 @@ class PreferredReplicaElectionZNode:
             raise ZNodeDecodeError(f"bad preferred replica election znode: {data!r}") from error
         return list(dict.fromkeys(found))
 
+class ReassignPartitionsZNode:
+    """/admin/reassign_partitions: the legacy way to start reassignments (tools with
+    --zookeeper write it; the controller starts what it lists, removes each partition when
+    its reassignment completes, and deletes the znode when none is left)."""
+
+    PATH = "/admin/reassign_partitions"
+
+    @staticmethod
+    def encode(reassignments: Mapping[TopicPartition, Iterable[int]]) -> bytes:
+        return encode_json({"version": 1, "partitions": [
+            {"topic": tp.topic, "partition": tp.partition, "replicas": [int(r) for r in replicas]}
+            for tp, replicas in reassignments.items()]})
+
+    @staticmethod
+    def decode(data: bytes | None) -> dict[TopicPartition, tuple[int, ...]]:
+        """Partition -> target replicas (the last entry wins for a partition listed twice,
+        as Kafka's map does); ZNodeDecodeError if unreadable."""
+        value = decode_json(data)
+        if value is None:
+            raise ZNodeDecodeError("reassign partitions znode is empty")
+        try:
+            out: dict[TopicPartition, tuple[int, ...]] = {}
+            for p in value["partitions"]:
+                replicas = p["replicas"]
+                if not isinstance(replicas, list) or isinstance(p["partition"], bool):
+                    raise TypeError(replicas)
+                out[TopicPartition(_string(p["topic"]), int(p["partition"]))] = tuple(_int(r) for r in replicas)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ZNodeDecodeError(f"bad reassign partitions znode: {data!r}") from error
+        return out
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(value)
+    return value
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(value)
+    return value
+
+
 # Created (empty) by every broker at startup, in Kafka's order (ZkData.PersistentZkPaths).
 PERSISTENT_ZK_PATHS: tuple[str, ...] = (
     CONSUMERS_PATH,

@@ -34,7 +34,10 @@ class FakeZk:
         return defer.Deferred()    # anything with cancel(); never fires here
 
     watch_broker_changes = watch_topic_changes = watch_topic_deletions = _watch
-    watch_partition_modifications = _watch
+    watch_partition_modifications = watch_partition_reassignment = _watch
+
+    async def get_partition_reassignment(self):
+        return None     # no /admin/reassign_partitions
 
     async def get_all_brokers_and_epochs(self):
         return [BrokerAndEpoch(BrokerRegistration(b, (EndPoint("PLAINTEXT", "127.0.0.1", 9092 + b, "PLAINTEXT"),)),

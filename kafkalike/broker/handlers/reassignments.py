@@ -1,0 +1,63 @@
+"""AlterPartitionReassignments (45) and ListPartitionReassignments (46), answered by the controller.
+
+As in Kafka 2.8 (KIP-455) both go to the controller's event queue; a broker that is not
+the controller answers NOT_CONTROLLER for the whole request and the admin client looks
+for the controller again. A partition given with a null replica list is a cancellation.
+Each partition's error carries Kafka's message (the controller's, or the error's
+default), which the admin client and kafka-reassign-partitions print.
+"""
+from __future__ import annotations
+
+from kafkalike.broker.registry import RequestContext, handler
+from kafkalike.protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
+from kafkalike.protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
+from kafkalike.zkdata.topic_znodes import TopicPartition
+
+
+def _alter_response(result) -> AlterPartitionReassignmentsResponse:
+    top, partitions = result
+    if top.error:
+        return AlterPartitionReassignmentsResponse(error_code=int(top.error), error_message=top.message)
+    by_topic: dict[str, list] = {}
+    for tp, error in partitions.items():
+        by_topic.setdefault(tp.topic, []).append(AlterPartitionReassignmentsResponse.ReassignablePartitionResponse(
+            partition_index=tp.partition, error_code=int(error.error), error_message=error.message))
+    return AlterPartitionReassignmentsResponse(error_code=0, error_message=None, responses=[
+        AlterPartitionReassignmentsResponse.ReassignableTopicResponse(name=name, partitions=ps)
+        for name, ps in by_topic.items()])
+
+
+@handler(45)
+def handle_alter_partition_reassignments(ctx: RequestContext, request: AlterPartitionReassignmentsRequest):
+    wanted: dict[TopicPartition, list[int] | None] = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            wanted[TopicPartition(topic.name, p.partition_index)] = None if p.replicas is None else list(p.replicas)
+    return ctx.controller.alter_partition_reassignments(wanted).addCallback(_alter_response)
+
+
+def _list_response(result) -> ListPartitionReassignmentsResponse:
+    top, found = result
+    if top.error:
+        return ListPartitionReassignmentsResponse(error_code=int(top.error), error_message=top.message)
+    by_topic: dict[str, list] = {}
+    for tp, ra in found.items():
+        by_topic.setdefault(tp.topic, []).append(ListPartitionReassignmentsResponse.OngoingPartitionReassignment(
+            partition_index=tp.partition, replicas=list(ra.replicas), adding_replicas=list(ra.adding_replicas),
+            removing_replicas=list(ra.removing_replicas)))
+    return ListPartitionReassignmentsResponse(error_code=0, error_message=None, topics=[
+        ListPartitionReassignmentsResponse.OngoingTopicReassignment(name=name, partitions=ps)
+        for name, ps in by_topic.items()])
+
+
+@handler(46)
+def handle_list_partition_reassignments(ctx: RequestContext, request: ListPartitionReassignmentsRequest):
+    wanted = None if request.topics is None else [
+        TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]
+    return ctx.controller.list_partition_reassignments(wanted).addCallback(_list_response)

@@ -1,0 +1,859 @@
+"""kafka-reassign-partitions: move partition replicas between brokers, as Kafka 2.8's ReassignPartitionsCommand.
+
+Actions: --generate (propose an assignment for some topics over some brokers), --execute
+(start the reassignments of a JSON file, optionally throttled), --verify (report and,
+once nothing moves any more, remove the throttles), --cancel and --list. Operators
+script against the output, so the lines are Kafka 2.8's: the current assignment to save
+for a rollback, `Successfully started partition reassignments for t-0,t-1`,
+`Status of partition reassignment:` with one line per partition, and the same checks,
+messages and exit status 1 for bad input. Failures print `Error: <message>` and a stack
+trace on stdout (TerseReassignmentFailureException: the message alone), as the tool's
+main does; mistakes on the command line print the message and the option table on stderr.
+
+Two back ends, as in 2.8: --bootstrap-server goes through kafkalike's AdminClient
+(AlterPartitionReassignments, ListPartitionReassignments, IncrementalAlterConfigs for the
+throttles); the deprecated --zookeeper (--generate, --execute, --verify only) reads and
+writes the znodes itself, starting reassignments through /admin/reassign_partitions
+(reassign_partitions_zookeeper).
+
+Where this differs from 2.8: Jackson's parse error texts are approximated; log_dirs other
+than "any" (moves between a broker's log directories) are refused, kafkalike has no
+AlterReplicaLogDirs; clearing broker-level throttles through --bootstrap-server deletes
+only the throttle keys a broker reports as dynamic (Kafka sends the deletes blindly; the
+outcome is the same), so it works against brokers that refuse dynamic broker configs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence, TextIO
+
+from kafkalike.cli import joptions
+from kafkalike.cli.joptions import Dialect, Option, ParsedArgs, options_table, parse_args
+from kafkalike.cli.tool_main import run_tool
+from kafkalike.common.assignment import InvalidReplicationFactor, assign_replicas
+from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
+from kafkalike.properties import load as load_properties
+
+HELP_TEXT = "This tool helps to move topic partitions between replicas."
+ANY_LOG_DIR = "any"
+
+ADMIN_COMMAND_FAILED = "kafka.common.AdminCommandFailedException"
+ADMIN_OPERATION = "kafka.admin.AdminOperationException"
+JSON_MAPPING = "com.fasterxml.jackson.databind.JsonMappingException"
+JSON_PARSE = "com.fasterxml.jackson.core.JsonParseException"
+EXECUTION = "java.util.concurrent.ExecutionException"
+NUMBER_FORMAT = "java.lang.NumberFormatException"
+RUNTIME = "java.lang.RuntimeException"
+NO_SUCH_FILE = "java.nio.file.NoSuchFileException"
+INDEX_OUT_OF_BOUNDS = "java.lang.IndexOutOfBoundsException"
+INVALID_REPLICATION_FACTOR = "org.apache.kafka.common.errors.InvalidReplicationFactorException"
+
+BROKER_LEADER_THROTTLE = "leader.replication.throttled.rate"
+BROKER_FOLLOWER_THROTTLE = "follower.replication.throttled.rate"
+BROKER_LOG_DIR_THROTTLE = "replica.alter.log.dirs.io.max.bytes.per.second"
+BROKER_THROTTLES = (BROKER_LEADER_THROTTLE, BROKER_FOLLOWER_THROTTLE, BROKER_LOG_DIR_THROTTLE)
+TOPIC_LEADER_THROTTLE = "leader.replication.throttled.replicas"
+TOPIC_FOLLOWER_THROTTLE = "follower.replication.throttled.replicas"
+TOPIC_THROTTLES = (TOPIC_LEADER_THROTTLE, TOPIC_FOLLOWER_THROTTLE)
+
+CANNOT_EXECUTE_BECAUSE_OF_EXISTING = (
+    "Cannot execute because there is an existing partition assignment.  Use --additional to override this and "
+    "create a new partition assignment in addition to the existing one. The --additional flag can also be used "
+    "to change the throttle by resubmitting the current reassignment.")
+YOU_MUST_RUN_VERIFY_PERIODICALLY = ("Warning: You must run --verify periodically, until the reassignment "
+                                    "completes, to ensure the throttle is removed.")
+
+
+# -- failures, as the tool reports them ---------------------------------------------------
+
+
+class ToolError(Exception):
+    """A Java exception: main prints `Error: <message>` and its stack trace on stdout."""
+
+    def __init__(self, java_class: str, message: str | None = None, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.java_class = java_class
+        self.message = message
+        self.cause = cause
+
+
+class TerseFailure(Exception):
+    """TerseReassignmentFailureException: the message alone, on stdout."""
+
+
+class UsageFailure(Exception):
+    """CommandLineUtils.printUsageAndDie: the message and the option table on stderr, exit 1."""
+
+
+class Escaped(Exception):
+    """An exception thrown before main's try (option checks): the JVM prints it on stderr."""
+
+    def __init__(self, java_class: str, message: str) -> None:
+        super().__init__(message)
+        self.java_class = java_class
+        self.message = message
+
+
+def _frames(error: BaseException) -> list[str]:
+    return [f"\tat {os.path.splitext(os.path.basename(f.filename))[0]}.{f.name}"
+            f"({os.path.basename(f.filename)}:{f.lineno})"
+            for f in reversed(traceback.extract_tb(error.__traceback__))]
+
+
+def _java_line(error: BaseException) -> str:
+    java_class = getattr(error, "java_class", None)
+    if not isinstance(java_class, str):
+        java_class = f"{type(error).__module__}.{type(error).__qualname__}"
+    message = getattr(error, "message", None) if hasattr(error, "java_class") else (str(error) or None)
+    return java_class if message is None else f"{java_class}: {message}"
+
+
+def stack_trace(error: BaseException) -> str:
+    """Utils.stackTrace: the exception, `at` lines, then each cause."""
+    lines = [_java_line(error)] + _frames(error)
+    cause = getattr(error, "cause", None)
+    while cause is not None:
+        lines.append("Caused by: " + _java_line(cause))
+        lines.extend(_frames(cause))
+        cause = getattr(cause, "cause", None)
+    return "\n".join(lines)
+
+
+def _execution(error) -> ToolError:
+    """What a KafkaFuture.get() throws for a failed admin call."""
+    return ToolError(EXECUTION, f"{error.java_class}: {error.message}", error)
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def _tool_option_error(java_class: str, message: str) -> Exception:
+    return ToolError(java_class, message)
+
+
+# ReassignPartitionsCommandOptions extends CommandDefaultOptions: parser.parse is called
+# directly (jopt's exceptions escape main), values are converted when asked for, and the
+# parser takes whole option names only.
+_DIALECT_FIELDS = {"error": _tool_option_error, "convert_at_parse": False, "flag_values": False}
+if "abbreviations" in getattr(Dialect, "__dataclass_fields__", {}):
+    _DIALECT_FIELDS["abbreviations"] = False
+DIALECT = Dialect(**_DIALECT_FIELDS)
+
+OPTIONS = options_table(
+    Option("verify", "Verify if the reassignment completed as specified by the --reassignment-json-file option. "
+                     "If there is a throttle engaged for the replicas specified, and the rebalance has completed, "
+                     "the throttle will be removed"),
+    Option("generate", "Generate a candidate partition reassignment configuration. Note that this only generates "
+                       "a candidate assignment, it does not execute it."),
+    Option("execute", "Kick off the reassignment as specified by the --reassignment-json-file option."),
+    Option("cancel", "Cancel an active reassignment."),
+    Option("list", "List all active partition reassignments."),
+    Option("bootstrap-server", "the server(s) to use for bootstrapping. REQUIRED if an absolute path of the log "
+                               "directory is specified for any replica in the reassignment json file, or if "
+                               "--zookeeper is not given.", "Server(s) to use for bootstrapping"),
+    Option("command-config", "Property file containing configs to be passed to Admin Client.",
+           "Admin client property file"),
+    Option("zookeeper", "DEPRECATED: The connection string for the zookeeper connection in the form host:port. "
+                        "Multiple URLS can be given to allow fail-over.  Please use --bootstrap-server instead.",
+           "urls"),
+    Option("reassignment-json-file",
+           "The JSON file with the partition reassignment configurationThe format to use is - \n"
+           "{\"partitions\":\n\t[{\"topic\": \"foo\",\n\t  \"partition\": 1,\n\t  \"replicas\": [1,2,3],\n\t  "
+           "\"log_dirs\": [\"dir1\",\"dir2\",\"dir3\"] }],\n\"version\":1\n}\nNote that \"log_dirs\" is optional. "
+           "When it is specified, its length must equal the length of the replicas list. The value in this list "
+           "can be either \"any\" or the absolution path of the log directory on the broker. If absolute log "
+           "directory path is specified, the replica will be moved to the specified log directory on the broker.",
+           "manual assignment json file path"),
+    Option("topics-to-move-json-file",
+           "Generate a reassignment configuration to move the partitions of the specified topics to the list of "
+           "brokers specified by the --broker-list option. The format to use is - \n{\"topics\":\n\t[{\"topic\": "
+           "\"foo\"},{\"topic\": \"foo1\"}],\n\"version\":1\n}", "topics to reassign json file path"),
+    Option("broker-list", "The list of brokers to which the partitions need to be reassigned in the form "
+                          "\"0,1,2\". This is required if --topics-to-move-json-file is used to generate "
+                          "reassignment configuration", "brokerlist"),
+    Option("disable-rack-aware", "Disable rack aware replica assignment"),
+    Option("throttle", "The movement of partitions between brokers will be throttled to this value (bytes/sec). "
+                       "This option can be included with --execute when a reassignment is started, and it can be "
+                       "altered by resubmitting the current reassignment along with the --additional flag. The "
+                       "throttle rate should be at least 1 KB/s.", "throttle", "Long", "-1"),
+    Option("replica-alter-log-dirs-throttle",
+           "The movement of replicas between log directories on the same broker will be throttled to this value "
+           "(bytes/sec). This option can be included with --execute when a reassignment is started, and it can "
+           "be altered by resubmitting the current reassignment along with the --additional flag. The throttle "
+           "rate should be at least 1 KB/s.", "replicaAlterLogDirsThrottle", "Long", "-1"),
+    Option("timeout", "The maximum time in ms to wait for log directory replica assignment to begin.",
+           "timeout", "Long", "10000"),
+    Option("additional", "Execute this reassignment in addition to any other ongoing ones. This option can also "
+                         "be used to change the throttle of an ongoing reassignment."),
+    Option("preserve-throttles", "Do not modify broker or topic throttles."),
+    Option("help", "Print usage information."),
+    Option("version", "Display Kafka version."),
+)
+
+ACTIONS = ("generate", "execute", "verify", "cancel", "list")
+REQUIRED = {"verify": ("reassignment-json-file",), "generate": ("topics-to-move-json-file", "broker-list"),
+            "execute": ("reassignment-json-file",), "cancel": ("reassignment-json-file",), "list": ()}
+PERMITTED = {
+    "verify": ("bootstrap-server", "command-config", "preserve-throttles", "zookeeper"),
+    "generate": ("bootstrap-server", "broker-list", "command-config", "disable-rack-aware", "zookeeper"),
+    "execute": ("additional", "bootstrap-server", "command-config", "throttle", "replica-alter-log-dirs-throttle",
+                "timeout", "zookeeper"),
+    "cancel": ("bootstrap-server", "command-config", "preserve-throttles", "timeout"),
+    "list": ("bootstrap-server", "command-config"),
+}
+BOOTSTRAP_SERVER_ONLY = ("additional", "cancel", "command-config", "replica-alter-log-dirs-throttle", "list",
+                         "timeout")
+
+
+# Its option cells are wider than half the screen, so jopt's help table takes kafka-topics'
+# geometry: two padded 39-column halves, a line separator in a description starting a line.
+HELP_DIALECT = Dialect(padded_help=True, help_paragraphs=True)
+
+
+def format_help() -> str:
+    return joptions.format_help(OPTIONS, HELP_DIALECT)
+
+
+def validate_and_parse_args(argv: Sequence[str]) -> tuple[ParsedArgs, str | None]:
+    """The options and the action; (opts, None) when --version was asked for."""
+    opts = parse_args(OPTIONS, argv, DIALECT)
+    if not argv or opts.has("help"):
+        raise UsageFailure(HELP_TEXT)
+    if opts.has("version"):
+        return opts, None
+    given = [a for a in ACTIONS if opts.has(a)]
+    if len(given) != 1:
+        raise UsageFailure("Command must include exactly one action: " + ", ".join(f"--{a}" for a in ACTIONS))
+    action = given[0]
+    if not opts.has("zookeeper") and not opts.has("bootstrap-server"):
+        raise UsageFailure("Please specify --bootstrap-server")
+    for required in REQUIRED[action]:
+        if not opts.has(required):
+            raise UsageFailure(f'Missing required argument "[{required}]"')
+    for name in _specs_in_order(opts):
+        if name != action and name not in REQUIRED[action] and name not in PERMITTED[action]:
+            raise UsageFailure(f'Option "[{name}]" can\'t be used with action "[{action}]"')
+    if not opts.has("bootstrap-server"):
+        for name in BOOTSTRAP_SERVER_ONLY:
+            if opts.has(name):
+                raise Escaped(RUNTIME, f'You must specify --bootstrap-server when using "[{name}]"')
+    return opts, action
+
+
+def _specs_in_order(opts: ParsedArgs) -> list[str]:
+    """jopt's OptionSet.specs(): the options in the order they were given."""
+    seen = []
+    for token in opts.argv:
+        if token == "--":
+            break
+        if not token.startswith("-") or token == "-":
+            continue
+        name = token.lstrip("-").partition("=")[0]
+        if name in OPTIONS and name not in seen:
+            seen.append(name)
+    return seen
+
+
+# -- the reassignment JSON files ----------------------------------------------------------
+
+
+def _node(value: Any) -> str:
+    """How a Jackson JsonNode prints itself in Kafka's messages."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _mapping_error(message: str) -> ToolError:
+    return ToolError(JSON_MAPPING, message)
+
+
+def as_object(value: Any) -> dict:
+    if not isinstance(value, dict):
+        raise _mapping_error(f"Expected JSON object, received {_node(value)}")
+    return value
+
+
+def field_of(obj: dict, name: str) -> Any:
+    if name not in obj:
+        raise _mapping_error(f"No such field exists: `{name}`")
+    return obj[name]
+
+
+def to_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not -2**31 <= value < 2**31:
+        raise _mapping_error(f"Expected `Int` value, received {_node(value)}")
+    return value
+
+
+def to_string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _mapping_error(f"Expected `String` value, received {_node(value)}")
+    return value
+
+
+def to_list(value: Any, element: Callable[[Any], Any]) -> list:
+    if not isinstance(value, list):
+        raise _mapping_error(f"Expected JSON array, received {_node(value)}")
+    return [element(v) for v in value]
+
+
+def _jackson_error(text: str, error: json.JSONDecodeError) -> ToolError:
+    """A JsonParseException's text for what the parser stumbled on (close to Jackson's)."""
+    source = text if len(text) <= 500 else text[:500] + "[truncated]"
+    where = f'\n at [Source: (String)"{source}"; line: {error.lineno}, column: {error.colno}]'
+    if error.pos >= len(text):
+        return ToolError(JSON_PARSE, "Unexpected end-of-input" + where)
+    char = text[error.pos]
+    return ToolError(JSON_PARSE, f"Unexpected character ('{char}' (code {ord(char)})): expected a valid value "
+                                 "(JSON String, Number, Array, Object or token 'null', 'true' or 'false')" + where)
+
+
+def _parse_json(text: str) -> Any:
+    """Kafka's Json.tryParseFull; the Jackson failure as AdminOperationException's cause."""
+    if not text:
+        cause = ToolError(JSON_PARSE, "The input string shouldn't be empty\n at [Source: UNKNOWN; line: -1, "
+                                      "column: -1]")
+        raise ToolError(ADMIN_OPERATION, cause.message, cause)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        cause = _jackson_error(text, error)
+        raise ToolError(ADMIN_OPERATION, cause.message, cause) from None
+
+
+def _version(obj: dict) -> int:
+    return to_int(obj["version"]) if "version" in obj else 1
+
+
+def parse_reassignment_json(text: str) -> tuple[list[tuple[tuple[str, int], list[int]]], dict[tuple, str]]:
+    """parsePartitionReassignmentData: [(partition, replicas)] as listed (duplicates kept,
+    so they can be refused), and {(topic, partition, broker): log dir} for dirs not "any"."""
+    root = as_object(_parse_json(text))
+    version = _version(root)
+    if version != 1:
+        raise ToolError(ADMIN_OPERATION, f"Not supported version field value {version}")
+    parts: list[tuple[tuple[str, int], list[int]]] = []
+    log_dirs: dict[tuple, str] = {}
+    for p in (to_list(root["partitions"], lambda v: v) if "partitions" in root else []):
+        fields = as_object(p)
+        topic = to_string(field_of(fields, "topic"))
+        partition = to_int(field_of(fields, "partition"))
+        replicas = to_list(field_of(fields, "replicas"), to_int)
+        dirs = to_list(fields["log_dirs"], to_string) if "log_dirs" in fields else [ANY_LOG_DIR] * len(replicas)
+        if len(replicas) != len(dirs):
+            raise ToolError(ADMIN_COMMAND_FAILED,
+                            f"Size of replicas list {scala_list(replicas)} is different from size of log dirs list "
+                            f"{scala_list(dirs)} for partition {topic}-{partition}")
+        parts.append(((topic, partition), replicas))
+        for replica, log_dir in zip(replicas, dirs):
+            if log_dir != ANY_LOG_DIR:
+                log_dirs[(topic, partition, replica)] = log_dir
+    return parts, log_dirs
+
+
+def scala_list(values: Sequence[Any]) -> str:
+    return f"List({', '.join(map(str, values))})"
+
+
+def _duplicates(values: Sequence[Any]) -> list[Any]:
+    counts: dict[Any, int] = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    return [v for v, n in counts.items() if n > 1]
+
+
+def tp_name(tp: tuple[str, int]) -> str:
+    return f"{tp[0]}-{tp[1]}"
+
+
+def parse_execute_json(text: str) -> tuple[dict[tuple[str, int], list[int]], dict[tuple, str]]:
+    """parseExecuteAssignmentArgs: the reassignment file's checks before anything is sent."""
+    parts, log_dirs = parse_reassignment_json(text)
+    if not parts:
+        raise ToolError(ADMIN_COMMAND_FAILED, "Partition reassignment list cannot be empty")
+    if any(not replicas for _, replicas in parts):
+        raise ToolError(ADMIN_COMMAND_FAILED, "Partition replica list cannot be empty")
+    duplicated = _duplicates([tp for tp, _ in parts])
+    if duplicated:
+        raise ToolError(ADMIN_COMMAND_FAILED, "Partition reassignment contains duplicate topic partitions: "
+                        + ",".join(tp_name(tp) for tp in duplicated))
+    entries = [(tp, _duplicates(replicas)) for tp, replicas in parts]
+    entries = [(tp, dups) for tp, dups in entries if dups]
+    if entries:
+        text = ". ".join(f"{tp_name(tp)} contains multiple entries for {','.join(map(str, dups))}"
+                         for tp, dups in entries)
+        raise ToolError(ADMIN_COMMAND_FAILED, f"Partition replica lists may not contain duplicate entries: {text}")
+    return dict(parts), log_dirs
+
+
+def parse_topics_json(text: str) -> list[str]:
+    """parseTopicsData: {"topics": [{"topic": "foo"}, ...], "version": 1}."""
+    try:
+        value = json.loads(text) if text else None
+    except json.JSONDecodeError:
+        value = None
+    if value is None and text.strip() != "null":
+        raise ToolError(ADMIN_OPERATION, "The input string is not a valid JSON")
+    root = as_object(value)
+    version = _version(root)
+    if version != 1:
+        raise ToolError(ADMIN_OPERATION, f"Not supported version field value {version}")
+    topics = to_list(root["topics"], lambda v: v) if "topics" in root else []
+    return [to_string(field_of(as_object(t), "topic")) for t in topics]
+
+
+def java_int(text: str) -> int:
+    """Integer.parseInt, with its NumberFormatException text."""
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or not body.isascii() or not body.isdigit() or not -2**31 <= int(text) < 2**31:
+        raise ToolError(NUMBER_FORMAT, f'For input string: "{text}"')
+    return int(text)
+
+
+def parse_generate_args(topics_json: str, broker_list: str) -> tuple[list[int], list[str]]:
+    items = broker_list.split(",")
+    while items and items[-1] == "":     # Java's split drops trailing empty strings
+        items.pop()
+    brokers = [java_int(b) for b in items]
+    duplicated = _duplicates(brokers)
+    if duplicated:
+        raise ToolError(ADMIN_COMMAND_FAILED,
+                        f"Broker list contains duplicate entries: {','.join(map(str, duplicated))}")
+    topics = parse_topics_json(topics_json)
+    duplicated_topics = _duplicates(topics)
+    if duplicated_topics:
+        raise ToolError(ADMIN_COMMAND_FAILED,
+                        f"List of topics to reassign contains duplicate entries: {','.join(duplicated_topics)}")
+    return brokers, topics
+
+
+def format_as_reassignment_json(assignment: Mapping[tuple[str, int], Sequence[int]],
+                                log_dirs: Mapping[tuple, str] | None = None) -> str:
+    log_dirs = log_dirs or {}
+    return json.dumps({"version": 1, "partitions": [
+        {"topic": tp[0], "partition": tp[1], "replicas": list(assignment[tp]),
+         "log_dirs": [log_dirs.get((tp[0], tp[1], r), ANY_LOG_DIR) for r in assignment[tp]]}
+        for tp in sorted(assignment)]}, separators=(",", ":"), ensure_ascii=False)
+
+
+def current_assignment_text(proposed: Mapping[tuple[str, int], Sequence[int]],
+                            current: Mapping[tuple[str, int], Sequence[int]]) -> str:
+    shown = {tp: replicas for tp, replicas in current.items() if tp in proposed}
+    return ("Current partition replica assignment\n\n" + format_as_reassignment_json(shown)
+            + "\n\nSave this to use as the --reassignment-json-file option during rollback")
+
+
+def plural(count: int) -> str:
+    return "" if count == 1 else "s"
+
+
+def calculate_assignment(current: Mapping[tuple[str, int], Sequence[int]],
+                         brokers: Sequence[tuple[int, str | None]]) -> dict[tuple[str, int], list[int]]:
+    """calculateAssignment: each topic spread again over the brokers, its replication factor kept."""
+    by_topic: dict[str, list[tuple[tuple[str, int], Sequence[int]]]] = {}
+    for tp, replicas in current.items():
+        by_topic.setdefault(tp[0], []).append((tp, replicas))
+    ids = [b for b, _ in brokers]
+    racks = {b: r for b, r in brokers if r is not None}
+    proposed: dict[tuple[str, int], list[int]] = {}
+    for topic, parts in by_topic.items():
+        replication_factor = len(parts[0][1])
+        try:
+            placed = assign_replicas(ids, len(parts), replication_factor, racks or None)
+        except InvalidReplicationFactor as error:
+            raise ToolError(INVALID_REPLICATION_FACTOR, str(error)) from None
+        for partition, replicas in placed.items():
+            proposed[(topic, partition)] = replicas
+    return proposed
+
+
+def generation_text(current: Mapping, proposed: Mapping) -> str:
+    return (f"Current partition replica assignment\n{format_as_reassignment_json(current)}\n\n"
+            f"Proposed partition reassignment configuration\n{format_as_reassignment_json(proposed)}")
+
+
+# -- throttles ------------------------------------------------------------------------------
+
+
+@dataclass
+class PartitionMove:
+    sources: set[int] = field(default_factory=set)
+    destinations: set[int] = field(default_factory=set)
+
+
+MoveMap = dict[str, dict[int, PartitionMove]]
+
+
+def current_move_map(reassignments: Mapping[tuple[str, int], Any]) -> MoveMap:
+    """calculateCurrentMoveMap: moves of the reassignments in flight (replicas less the
+    ones being added are the sources)."""
+    moves: MoveMap = {}
+    for (topic, partition), ra in reassignments.items():
+        adding = set(ra.adding_replicas)
+        moves.setdefault(topic, {})[partition] = PartitionMove({r for r in ra.replicas if r not in adding}, adding)
+    return moves
+
+
+def proposed_move_map(reassignments: Mapping[tuple[str, int], Any],
+                      proposed: Mapping[tuple[str, int], Sequence[int]],
+                      current: Mapping[tuple[str, int], Sequence[int]]) -> MoveMap:
+    moves = current_move_map(reassignments)
+    for (topic, partition), replicas in proposed.items():
+        partition_moves = moves.setdefault(topic, {})
+        if partition in partition_moves:
+            sources = set(partition_moves[partition].sources)
+        elif (topic, partition) in current:
+            sources = set(current[(topic, partition)])
+        else:
+            raise ToolError(RUNTIME, f"Trying to reassign a topic partition {topic}-{partition} with 0 replicas")
+        partition_moves[partition] = PartitionMove(sources, {r for r in replicas if r not in sources})
+    return moves
+
+
+def leader_throttles(moves: MoveMap) -> dict[str, str]:
+    """leader.replication.throttled.replicas per topic: partition:source for every source."""
+    return {topic: ",".join(sorted({f"{p}:{s}" for p, move in parts.items() for s in move.sources}))
+            for topic, parts in moves.items()}
+
+
+def follower_throttles(moves: MoveMap) -> dict[str, str]:
+    """follower.replication.throttled.replicas per topic: partition:destination."""
+    return {topic: ",".join(sorted({f"{p}:{d}" for p, move in parts.items() for d in move.destinations
+                                    if d not in move.sources}))
+            for topic, parts in moves.items()}
+
+
+def reassigning_brokers(moves: MoveMap) -> list[int]:
+    return sorted({b for parts in moves.values() for move in parts.values()
+                   for b in move.sources | move.destinations})
+
+
+def partition_states_text(states: Mapping[tuple[str, int], tuple[Sequence[int], Sequence[int], bool]]) -> str:
+    lines = ["Status of partition reassignment:"]
+    for tp in sorted(states):
+        current, target, done = states[tp]
+        if not done:
+            lines.append(f"Reassignment of partition {tp_name(tp)} is still in progress.")
+        elif list(current) == list(target):
+            lines.append(f"Reassignment of partition {tp_name(tp)} is complete.")
+        else:
+            lines.append(f"There is no active reassignment of partition {tp_name(tp)}, but replica set is "
+                         f"{','.join(map(str, current))} rather than {','.join(map(str, target))}.")
+    return "\n".join(lines)
+
+
+def clearing_lines(brokers: Sequence[int], topics: Sequence[str]) -> tuple[str, str]:
+    return (f"Clearing broker-level throttles on broker{plural(len(brokers))} {','.join(map(str, brokers))}",
+            f"Clearing topic-level throttles on topic{plural(len(topics))} {','.join(topics)}")
+
+
+def _log_dirs_refused(log_dirs: Mapping) -> None:
+    if log_dirs:
+        raise ToolError(ADMIN_COMMAND_FAILED, "Moving replicas between log directories (log_dirs other than "
+                                              "\"any\") is not supported by kafkalike")
+
+
+def read_file(path: str) -> str:
+    """Utils.readFileAsString."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise ToolError(NO_SUCH_FILE, path) from None
+    except OSError as error:
+        raise ToolError("java.io.IOException", str(error)) from None
+
+
+# -- the AdminClient back end --------------------------------------------------------------
+
+
+class AdminService:
+    """The command's entry points over kafkalike's AdminClient (Kafka's Admin)."""
+
+    def __init__(self, config: Mapping[str, str], out: TextIO) -> None:
+        from kafkalike.client.admin import AdminClient
+        self.admin = AdminClient(config)
+        self.out = out
+
+    def close(self) -> None:
+        self.admin.close()
+
+    def println(self, text: str = "") -> None:
+        self.out.write(text + "\n")
+
+    def _get(self, call: Callable[[], Any]) -> Any:
+        """A future's get(): a failed call surfaces as ExecutionException."""
+        from kafkalike.client.admin import KafkaAdminError
+        try:
+            return call()
+        except KafkaAdminError as error:
+            raise _execution(error) from None
+
+    # lookups
+
+    def reassignments(self, partitions=None) -> dict:
+        return self._get(lambda: self.admin.list_partition_reassignments(partitions))
+
+    def node_ids(self) -> list[int]:
+        return [b.id for b in self._get(self.admin.describe_cluster).brokers]
+
+    def assignment_for_topics(self, topics: Sequence[str]) -> dict[tuple[str, int], list[int]]:
+        described = self._get(lambda: self.admin.describe_topics(topics))
+        return {(name, p.partition): list(p.replicas) for name, d in described.items() for p in d.partitions}
+
+    # --generate
+
+    def generate(self, topics_json: str, broker_list: str, rack_aware: bool) -> None:
+        brokers, topics = parse_generate_args(topics_json, broker_list)
+        current = self.assignment_for_topics(topics)
+        wanted = set(brokers)
+        nodes = [b for b in self._get(self.admin.describe_cluster).brokers if b.id in wanted]
+        metadata = [(b.id, b.rack if rack_aware and b.rack is not None else None) for b in nodes]
+        rackless = sum(1 for _, rack in metadata if rack is None)
+        if rack_aware and rackless not in (0, len(metadata)):
+            raise ToolError(ADMIN_OPERATION, "Not all brokers have rack information. Add --disable-rack-aware in "
+                                             "command line to make replica assignment without rack information.")
+        proposed = calculate_assignment(current, metadata)
+        self.println(generation_text(current, proposed))
+
+    # --execute
+
+    def execute(self, additional: bool, text: str, inter_broker_throttle: int, log_dir_throttle: int) -> None:
+        proposed, log_dirs = parse_execute_json(text)
+        _log_dirs_refused(log_dirs)
+        current_reassignments = self.reassignments()
+        if not additional and current_reassignments:
+            raise TerseFailure(CANNOT_EXECUTE_BECAUSE_OF_EXISTING)
+        known = set(self.node_ids())
+        for broker in dict.fromkeys(r for replicas in proposed.values() for r in replicas):
+            if broker not in known:
+                raise ToolError(ADMIN_COMMAND_FAILED, f"Unknown broker id {broker}")
+        topics = list(dict.fromkeys(t for t, _ in proposed))
+        current = {tp: r for tp, r in self.assignment_for_topics(topics).items() if tp in proposed}
+        self.println(current_assignment_text(proposed, current))
+        if inter_broker_throttle >= 0 or log_dir_throttle >= 0:
+            self.println(YOU_MUST_RUN_VERIFY_PERIODICALLY)
+            if inter_broker_throttle >= 0:
+                moves = proposed_move_map(current_reassignments, proposed, current)
+                self.modify_topic_throttles(leader_throttles(moves), follower_throttles(moves))
+                self.modify_broker_throttles(reassigning_brokers(moves), inter_broker_throttle)
+                self.println(f"The inter-broker throttle limit was set to {inter_broker_throttle} B/s")
+            if log_dir_throttle >= 0:
+                # No log directory moves here (refused above): no broker to throttle.
+                self.println(f"The replica-alter-dir throttle limit was set to {log_dir_throttle} B/s")
+        errors = self._get(lambda: self.admin.alter_partition_reassignments(proposed))
+        failed = {tp: e for tp, e in errors.items() if e is not None}
+        if failed:
+            raise TerseFailure("Error reassigning partition(s):\n" + "\n".join(
+                f"{tp_name(tp)}: {failed[tp].message}" for tp in sorted(failed)))
+        self.println(f"Successfully started partition reassignment{plural(len(proposed))} for "
+                     + ",".join(tp_name(tp) for tp in sorted(proposed)))
+
+    def modify_topic_throttles(self, leaders: Mapping[str, str], followers: Mapping[str, str]) -> None:
+        from kafkalike.client.admin import AlterConfigOp, AlterConfigOpType, ConfigResource, ResourceType
+        changes = {}
+        for topic in dict.fromkeys(list(leaders) + list(followers)):
+            ops = []
+            if topic in leaders:
+                ops.append(AlterConfigOp(TOPIC_LEADER_THROTTLE, leaders[topic], AlterConfigOpType.SET))
+            if topic in followers:
+                ops.append(AlterConfigOp(TOPIC_FOLLOWER_THROTTLE, followers[topic], AlterConfigOpType.SET))
+            if ops:
+                changes[ConfigResource(ResourceType.TOPIC, topic)] = ops
+        if changes:
+            self._get(lambda: self.admin.incremental_alter_configs(changes))
+
+    def modify_broker_throttles(self, brokers: Sequence[int], rate: int) -> None:
+        from kafkalike.client.admin import AlterConfigOp, AlterConfigOpType, ConfigResource, ResourceType
+        changes = {ConfigResource(ResourceType.BROKER, str(b)): [
+            AlterConfigOp(BROKER_LEADER_THROTTLE, str(rate), AlterConfigOpType.SET),
+            AlterConfigOp(BROKER_FOLLOWER_THROTTLE, str(rate), AlterConfigOpType.SET)] for b in brokers}
+        if changes:
+            self._get(lambda: self.admin.incremental_alter_configs(changes))
+
+    def clear_all_throttles(self, targets: Sequence[tuple[tuple[str, int], Sequence[int]]]) -> None:
+        brokers = sorted(set(self.node_ids()) | {r for _, replicas in targets for r in replicas})
+        topics = list(dict.fromkeys(tp[0] for tp, _ in targets))
+        broker_line, topic_line = clearing_lines(brokers, topics)
+        self.println(broker_line)
+        self.clear_broker_throttles(brokers)
+        self.println(topic_line)
+        self.clear_topic_throttles(topics)
+
+    def clear_broker_throttles(self, brokers: Sequence[int]) -> None:
+        from kafkalike.client.admin import (AlterConfigOp, AlterConfigOpType, ConfigResource, ConfigSource,
+                                            ResourceType)
+        resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in brokers]
+        described = self._get(lambda: self.admin.describe_configs(resources))
+        throttled = [r for r in resources if any(
+            e.name in BROKER_THROTTLES and e.source == ConfigSource.DYNAMIC_BROKER_CONFIG for e in described[r])]
+        changes = {r: [AlterConfigOp(name, None, AlterConfigOpType.DELETE) for name in BROKER_THROTTLES]
+                   for r in throttled}
+        if changes:
+            self._get(lambda: self.admin.incremental_alter_configs(changes))
+
+    def clear_topic_throttles(self, topics: Sequence[str]) -> None:
+        from kafkalike.client.admin import AlterConfigOp, AlterConfigOpType, ConfigResource, ResourceType
+        changes = {ConfigResource(ResourceType.TOPIC, t): [
+            AlterConfigOp(name, None, AlterConfigOpType.DELETE) for name in TOPIC_THROTTLES] for t in topics}
+        if changes:
+            self._get(lambda: self.admin.incremental_alter_configs(changes))
+
+    # --verify
+
+    def verify(self, text: str, preserve_throttles: bool) -> None:
+        targets, log_dirs = parse_reassignment_json(text)
+        _log_dirs_refused(log_dirs)
+        states, ongoing = self.partition_states(targets)
+        self.println(partition_states_text(states))
+        self.println("")        # the (empty) report of log directory moves
+        if not ongoing and not preserve_throttles:
+            self.clear_all_throttles(targets)
+
+    def partition_states(self, targets):
+        from kafkalike.client.admin import KafkaAdminError
+        from kafkalike.protocol.errors import ErrorCode
+        current = self.reassignments()
+        states = {}
+        topics: dict[str, Any] = {}
+        for tp, target in targets:
+            if tp in current:
+                states[tp] = (list(current[tp].replicas), target, False)
+                continue
+            if tp[0] not in topics:
+                try:
+                    topics[tp[0]] = self.admin.describe_topics([tp[0]])[tp[0]]
+                except KafkaAdminError as error:
+                    topics[tp[0]] = error
+            described = topics[tp[0]]
+            if isinstance(described, KafkaAdminError):
+                if described.code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                    raise _execution(described)
+                states[tp] = ([], target, True)
+                continue
+            partitions = {p.partition: p for p in described.partitions}
+            count = len(described.partitions)
+            if count < tp[1]:
+                states[tp] = ([], target, True)
+            elif tp[1] not in partitions:
+                raise ToolError(INDEX_OUT_OF_BOUNDS, f"Index {tp[1]} out of bounds for length {count}")
+            else:
+                states[tp] = (list(partitions[tp[1]].replicas), target, True)
+        return states, bool(current)
+
+    # --cancel
+
+    def cancel(self, text: str, preserve_throttles: bool) -> None:
+        targets, log_dirs = parse_reassignment_json(text)
+        _log_dirs_refused(log_dirs)
+        wanted = list(dict.fromkeys(tp for tp, _ in targets))
+        found = self.reassignments(wanted)
+        active = sorted(tp for tp, ra in found.items() if ra.adding_replicas or ra.removing_replicas)
+        if active:
+            results = self._get(lambda: self.admin.alter_partition_reassignments({tp: None for tp in active}))
+            failed = {tp: e for tp, e in results.items() if e is not None}
+            if failed:
+                raise TerseFailure(f"Error cancelling partition reassignment{plural(len(failed))} for:\n"
+                                   + "\n".join(f"{tp_name(tp)}: {failed[tp].message}" for tp in sorted(failed)))
+            self.println(f"Successfully cancelled partition reassignment{plural(len(active))} for: "
+                         + ",".join(tp_name(tp) for tp in active))
+        else:
+            self.println("None of the specified partition reassignments are active.")
+        self.println("None of the specified partition moves are active.")
+        if not preserve_throttles:
+            self.clear_all_throttles(targets)
+
+    # --list
+
+    def list(self) -> None:
+        current = self.reassignments()
+        lines = []
+        for tp in sorted(current):
+            ra = current[tp]
+            line = f"{tp_name(tp)}: replicas: {','.join(map(str, ra.replicas))}."
+            if ra.adding_replicas:
+                line += f" adding: {','.join(map(str, ra.adding_replicas))}."
+            if ra.removing_replicas:
+                line += f" removing: {','.join(map(str, ra.removing_replicas))}."
+            lines.append(line)
+        self.println("Current partition reassignments:\n" + "\n".join(lines) if lines
+                     else "No partition reassignments found.")
+
+
+# -- main ----------------------------------------------------------------------------------
+
+
+def _run_action(service, action: str, opts: ParsedArgs, zookeeper: bool) -> None:
+    if action == "verify":
+        service.verify(read_file(opts.value("reassignment-json-file") or ""), opts.has("preserve-throttles"))
+    elif action == "generate":
+        service.generate(read_file(opts.value("topics-to-move-json-file") or ""), opts.value("broker-list") or "",
+                         not opts.has("disable-rack-aware"))
+    elif action == "execute":
+        text = read_file(opts.value("reassignment-json-file") or "")
+        if zookeeper:
+            service.execute(text, opts.number("throttle"))
+        else:
+            service.execute(opts.has("additional"), text, opts.number("throttle"),
+                            opts.number("replica-alter-log-dirs-throttle"))
+    elif action == "cancel":
+        service.cancel(read_file(opts.value("reassignment-json-file") or ""), opts.has("preserve-throttles"))
+    elif action == "list":
+        service.list()
+    else:
+        raise ToolError(RUNTIME, "Unsupported action.")
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        opts, action = validate_and_parse_args(args)
+    except UsageFailure as usage:
+        err.write(f"{usage}\n{format_help()}")
+        return 1
+    except (ToolError, Escaped) as error:
+        err.write(f'Exception in thread "main" {error.java_class}: {error.message}\n')
+        return 1
+    if action is None:
+        out.write(f"{KAFKA_VERSION} (Commit:{KAFKA_COMMIT_ID})\n")
+        return 0
+
+    service = None
+    failed = True
+    try:
+        if opts.has("bootstrap-server"):
+            if opts.has("zookeeper"):
+                out.write("Warning: ignoring deprecated --zookeeper option because --bootstrap-server was "
+                          "specified.  The --zookeeper option will be removed in a future version of Kafka.\n")
+            config = dict(load_properties(opts.value("command-config") or "")) if opts.has("command-config") else {}
+            config["bootstrap.servers"] = opts.value("bootstrap-server") or ""
+            config.setdefault("client.id", "reassign-partitions-tool")
+            service = AdminService(config, out)
+            _run_action(service, action, opts, zookeeper=False)
+        else:
+            from kafkalike.cli.reassign_partitions_zookeeper import ZookeeperService
+            out.write("Warning: --zookeeper is deprecated, and will be removed in a future version of Kafka.\n")
+            service = ZookeeperService(opts.value("zookeeper") or "", out)
+            _run_action(service, action, opts, zookeeper=True)
+        failed = False
+    except TerseFailure as terse:
+        out.write(f"{terse}\n")
+    except ToolError as error:
+        out.write(f"Error: {error.message}\n{stack_trace(error)}\n")
+    except Exception as error:   # what Java would print for any other Throwable
+        message = getattr(error, "message", None) or str(error)
+        out.write(f"Error: {message}\n{stack_trace(error)}\n")
+    finally:
+        if service is not None:
+            service.close()
+        out.flush()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    run_tool(main)
