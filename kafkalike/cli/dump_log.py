@@ -9,9 +9,16 @@ nowhere) this tool reports the problem on stderr and carries on.
 The command line is DumpLogSegmentsOptions' (jopt-simple, through kafkalike.cli.joptions):
 Kafka 2.8's options and help, the usage message and option table on stderr with exit 1
 when no argument, --help or no --files is given, --version, and jopt's exceptions for a
-bad command line as the JVM prints them. The decoders of internal topics
-(--offsets-decoder, --transaction-log-decoder, --cluster-metadata-decoder) are accepted
-and refused with a message: they are not implemented.
+bad command line as the JVM prints them.
+
+--offsets-decoder and --transaction-log-decoder print each record's key and value the way
+Kafka's OffsetsMessageParser and TransactionLogMessageParser do (kafkalike.cli.dump_log_decoders);
+like any decoder option they turn on --print-data-log, and they take precedence over the
+decoder classes, which are then never loaded. A record those decoders cannot read would end
+Kafka's tool with the exception; this one prints the record's line without its key and
+payload, reports the exception on stderr, carries on, and exits 1.
+--cluster-metadata-decoder (KRaft's metadata records, which a ZooKeeper-mode cluster never
+writes) is accepted as Kafka 2.8 accepts it and refused with a message.
 """
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ from typing import Callable
 from crc32c import crc32c
 
 from kafkalike.cli import joptions
+from kafkalike.cli.dump_log_decoders import PARSERS, MessageParser
 from kafkalike.cli.joptions import KAFKA_COMMIT_ID, KAFKA_VERSION, Dialect, JavaError, Option, ParsedArgs, options_table
 
 from kafkalike.records import compression as codecs
@@ -156,6 +164,8 @@ class Options:
     skip_record_metadata: bool = False
     key_decoder: Callable[[bytes], str] = _text
     value_decoder: Callable[[bytes], str] = _text
+    message_parser: MessageParser | None = None  # an internal topic's decoder, instead of the two above
+    internal_decoder: str | None = None          # the option that chose it
     args: ParsedArgs | None = None   # the command line, for the values Kafka converts on first use
 
 
@@ -165,7 +175,7 @@ def _convert_on_use(opts: Options, suffix: str) -> None:
     if opts.args is None or suffix not in (".log", ".index", ".timeindex"):
         return
     opts.max_message_size = opts.args.number("max-message-size")
-    if suffix == ".log":
+    if suffix == ".log" and opts.message_parser is None:
         opts.key_decoder = _decoder(opts.args, "key-decoder-class")
         opts.value_decoder = _decoder(opts.args, "value-decoder-class")
 
@@ -195,7 +205,8 @@ def _control_text(record) -> str:
     return f" controlType: {control_type.name}({parse_control_key(record.key).type_id})"
 
 
-def _record_line(batch, record, position: int, opts: Options) -> str:
+def _record_line(batch, record, position: int, opts: Options) -> tuple[str, JavaError | None]:
+    """The record's line, and what the message parser threw instead of its key and payload."""
     out = []
     prefix = f"{RECORD_INDENT} "
     if not opts.skip_record_metadata:
@@ -224,12 +235,19 @@ def _record_line(batch, record, position: int, opts: Options) -> str:
         if batch.is_control:
             out.append(_control_text(record))
     if opts.print_data_log and not batch.is_control:
-        if record.key is not None:
-            out.append(f"{prefix}key: {opts.key_decoder(record.key)}")
-            prefix = " "
-        if record.value is not None:
-            out.append(f" payload: {opts.value_decoder(record.value)}")
-    return "".join(out)
+        if opts.message_parser is not None:
+            try:
+                key, payload = opts.message_parser(record.key, record.value)
+            except JavaError as error:
+                return "".join(out), error
+        else:
+            key = None if record.key is None else opts.key_decoder(record.key)
+            payload = None if record.value is None else opts.value_decoder(record.value)
+        if key is not None:
+            out.append(f"{prefix}key: {key}")
+        if payload is not None:
+            out.append(f" payload: {payload}")
+    return "".join(out), None
 
 
 def dump_log(path: str, opts: Options, findings: Findings, out, err) -> None:
@@ -249,7 +267,12 @@ def dump_log(path: str, opts: Options, findings: Findings, out, err) -> None:
                             findings.non_consecutive.setdefault(name, []).append(
                                 (last_offset, record.offset))
                         last_offset = record.offset
-                        print(_record_line(batch, record, position, opts), file=out)
+                        line, error = _record_line(batch, record, position, opts)
+                        print(line, file=out)
+                        if error is not None:
+                            findings.failed = True
+                            print(f"Could not decode the record at offset {record.offset} of {name}: "
+                                  f"{error.render()}", file=err)
                 except InvalidRecordError as exc:
                     findings.failed = True
                     print(f"Could not read the records of the batch at position {position}: {exc}",
@@ -476,8 +499,10 @@ OPTIONS = options_table(
 # are converted when used, and CommandDefaultOptions' parser takes whole option names only.
 DIALECT = Dialect(error=JavaError, convert_at_parse=False, flag_values=False, single_value=True,
                   optional_arg_yields_to="option", abbreviations=False)
-# Kafka's decoders of internal topics' records: accepted as Kafka accepts them, then refused.
-_NOT_IMPLEMENTED = ("offsets-decoder", "transaction-log-decoder", "cluster-metadata-decoder")
+# Kafka's decoders of internal topics' records, in the order DumpLogSegmentsOptions.messageParser
+# picks one when several are given; the last is accepted as Kafka accepts it, then refused.
+_INTERNAL_DECODERS = ("offsets-decoder", "transaction-log-decoder", "cluster-metadata-decoder")
+_NOT_IMPLEMENTED = "cluster-metadata-decoder"
 MAIN = "kafka.tools.DumpLogSegments$.main(DumpLogSegments.scala)"
 
 
@@ -529,8 +554,10 @@ def parse_args(argv) -> Options:
     if not args.has("files"):
         raise _Usage(f'Missing required argument "{OPTIONS["files"]}"')
     print_data_log = args.has("print-data-log") or any(
-        args.has(o) for o in ("value-decoder-class", "key-decoder-class") + _NOT_IMPLEMENTED)
+        args.has(o) for o in ("value-decoder-class", "key-decoder-class") + _INTERNAL_DECODERS)
+    chosen = next((o for o in _INTERNAL_DECODERS if args.has(o)), None)
     return Options(files=(args.value("files") or "").split(","), print_data_log=print_data_log,
+                   message_parser=PARSERS.get(chosen), internal_decoder=chosen,
                    deep_iteration=args.has("deep-iteration") or print_data_log,
                    verify_index_only=args.has("verify-index-only"),
                    index_sanity_check=args.has("index-sanity-check"),
@@ -555,10 +582,10 @@ def main(argv=None) -> int:
     except JavaError as error:  # jopt's exception escapes main: the JVM prints it, exit 1
         err.write(f'Exception in thread "main" {error.trace(MAIN)}\n')
         return 1
-    unsupported = [o for o in _NOT_IMPLEMENTED if opts.args is not None and opts.args.has(o)]
-    if unsupported:
-        err.write(f"kafkalike's kafka-dump-log does not implement --{unsupported[0]} (Kafka 2.8's decoder of "
-                  "internal topics' records); use --print-data-log to see the raw keys and values\n")
+    if opts.internal_decoder == _NOT_IMPLEMENTED:
+        err.write(f"kafkalike's kafka-dump-log does not implement --{_NOT_IMPLEMENTED} (Kafka 2.8's decoder of "
+                  "KRaft cluster metadata records, which a ZooKeeper-mode cluster does not write); use "
+                  "--print-data-log to see the raw keys and values\n")
         return 1
     for stream in (out, err):
         # Payloads are printed as text; a terminal that cannot show a character

@@ -72,10 +72,12 @@ def test_dump_log_decoders_and_lazy_conversion(capsys, tmp_path):
     assert "OptionArgumentConversionException: Cannot parse argument 'big' of option max-message-size" in err
 
 
-def test_dump_log_refuses_the_internal_topic_decoders_it_does_not_implement(capsys, tmp_path):
-    status, out, err = dump(capsys, "--files", str(tmp_path / "0.log"), "--offsets-decoder")
+def test_dump_log_refuses_the_cluster_metadata_decoder_it_does_not_implement(capsys, tmp_path):
+    status, out, err = dump(capsys, "--files", str(tmp_path / "0.log"), "--cluster-metadata-decoder")
     assert (status, out) == (1, "")
-    assert "does not implement --offsets-decoder" in err
+    assert "does not implement --cluster-metadata-decoder" in err
+    # Kafka 2.8 has the option (so it is in the table), unlike options it never had.
+    assert "--cluster-metadata-decoder" in joptions.format_help(dump_log.OPTIONS, dump_log.DIALECT)
 
 
 def test_verifiable_tools_fail_as_argparse4j_does(capsys):
