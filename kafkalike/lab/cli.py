@@ -1,12 +1,12 @@
 """bin/kafkalike-lab.sh: a ZooKeeper-mode Kafka cluster on this machine, and faults to hurt it with.
 
-    kafkalike-lab.sh up [--backend local|netns] [--brokers 3] [--zookeeper standalone|ensemble]
+    kafkalike-lab.sh up [--backend local|netns|docker] [--brokers 3] [--zookeeper standalone|ensemble]
                         [--base-port P] [--override k=v ...]
     kafkalike-lab.sh status [--json]
     kafkalike-lab.sh kill NODE [-9]          NODE: broker-N, zk-N, controller, leader:TOPIC:PARTITION
     kafkalike-lab.sh restart NODE
-    kafkalike-lab.sh partition NODE [NODE ...] [--method drop|link]   (netns backend)
-    kafkalike-lab.sh heal                                             (netns backend)
+    kafkalike-lab.sh partition NODE [NODE ...] [--method drop|link]   (netns, docker backends)
+    kafkalike-lab.sh heal                                             (netns, docker backends)
     kafkalike-lab.sh logs NODE [-n LINES] [--file controller.log]
     kafkalike-lab.sh scenario NAME [NAME ...]  leader-kill, controller-kill, leader-clean-shutdown,
                                                rolling-restart, partition-leader (netns), or all
@@ -26,7 +26,7 @@ from collections import deque
 from pathlib import Path
 from typing import NoReturn, Sequence
 
-from kafkalike.lab.local import BACKENDS, Lab, LabSpec, default_lab_dir
+from kafkalike.lab.local import BACKENDS, Lab, LabSpec, default_lab_dir, open_lab
 from kafkalike.lab.state import LabError
 
 PROG = "kafkalike-lab.sh"
@@ -56,7 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     up = commands.add_parser("up", parents=[common], help="start ZooKeeper and the brokers as daemons")
     up.add_argument("--backend", choices=BACKENDS, default="local",
                     help="local: every node on 127.0.0.1 (default); netns (root): each node in a network "
-                         "namespace of its own, with its own address on a private bridge")
+                         "namespace of its own, with its own address on a private bridge; docker: each node in a "
+                         "container on a network of the lab's own")
     up.add_argument("--brokers", type=int, default=3, metavar="N", help="number of brokers (default 3)")
     up.add_argument("--zookeeper", choices=("standalone", "ensemble"), default="standalone",
                     help="one ZooKeeper server, or a 3-node ensemble (default standalone)")
@@ -87,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     restart.add_argument("--timeout", type=float, default=90.0, metavar="S")
 
     partition = commands.add_parser("partition", parents=[common],
-                                    help="cut the named nodes off from the rest of the lab (netns backend)")
+                                    help="cut the named nodes off from the rest of the lab (netns or docker backend)")
     partition.add_argument("nodes", nargs="+", metavar="NODE",
                            help="broker-N, zk-N, controller or leader:TOPIC:PARTITION; they still reach each other")
     partition.add_argument("--method", choices=("drop", "link"), default=None,
@@ -112,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _lab(args: argparse.Namespace) -> Lab:
-    return Lab(Path(args.dir) if args.dir else default_lab_dir())
+    return open_lab(Path(args.dir) if args.dir else default_lab_dir(), getattr(args, "backend", None))
 
 
 def _say(line: str) -> None:
@@ -126,14 +127,19 @@ def _table(rows: list[list[str]]) -> str:
 
 def print_status(report: dict) -> None:
     network = report.get("network")
-    rows = [["NODE", *(["NAMESPACE"] if network else []), "ADDRESS", "PID", "STATE", "ROLE"]]
+    docker = bool(network) and "containers" in network
+    rows = [["NODE", *([("CONTAINER" if docker else "NAMESPACE")] if network else []), "ADDRESS", "PID", "STATE",
+             "ROLE"]]
     for node in report["nodes"]:
         rows.append([node["name"], *([node["netns"] or "-"] if network else []), node["address"],
                      str(node["pid"] or "-"), "alive" if node["alive"] else "dead", node["role"]])
     zk = report["zookeeper"]
     print(f"lab {report['dir']} ({report['backend']} backend), ZooKeeper {zk['mode']} at {zk['connect']}"
           + ("" if zk["reachable"] else " (not answering)"))
-    if network:
+    if docker:
+        print(f"network: {network['network']} {network['subnet']} (docker bridge; this machine is "
+              f"{network['gateway']}), image {network['image']}, volumes {', '.join(network['volumes'])}")
+    elif network:
         print(f"network: {network['subnet']} on bridge {network['bridge']} in namespace {network['hub']}; "
               f"this machine is {network['machine_address']} ({network['machine_link']})")
     print(_table(rows))
@@ -158,7 +164,7 @@ def _describe_partition(partition: dict | None) -> str:
     if not partition:
         return "none"
     how = ("iptables DROP in their namespaces; this machine still reaches them" if partition["method"] == "drop"
-           else "their bridge ports down; nobody reaches them")
+           else "their links cut; nobody reaches them")
     return (f"{', '.join(partition['isolated'])} cut off from {', '.join(partition['from'])} "
             f"since {partition['since']} ({how})")
 

@@ -47,7 +47,7 @@ from kafkalike.lab.zookeeper import (
 )
 
 BACKEND = "local"
-BACKENDS = ("local", "netns")
+BACKENDS = ("local", "netns", "docker")
 ENSEMBLE_SIZE = 3
 # Short enough that a kill -9'd broker leaves /brokers/ids (and the controller acts on
 # its death) within seconds; ZooKeeper's floor is 2 ticks = 4 s with the lab's tickTime.
@@ -249,6 +249,9 @@ def backend_named(name: str) -> Backend:
     if name == "netns":
         from kafkalike.lab.netns import NetnsBackend
         return NetnsBackend()
+    if name == "docker":
+        from kafkalike.lab.docker import DockerBackend
+        return DockerBackend()
     raise LabError(f"unknown backend {name!r} (backends: {', '.join(BACKENDS)})")
 
 
@@ -685,6 +688,20 @@ class Lab:
         if not backend.supports_partitions:
             raise LabError(f"{command} needs --backend netns or docker (this lab runs on the {backend.name} "
                            "backend, whose nodes share loopback)", exit_code=2)
+
+
+def open_lab(lab_dir: Path | str, backend: str | None = None) -> Lab:
+    """The Lab for a directory: the docker backend's nodes are containers (DockerLab);
+    backend None reads it from the lab's state (local when there is none)."""
+    if backend is None:
+        try:
+            backend = LabState.load(Path(lab_dir)).backend if LabState.exists(Path(lab_dir)) else BACKEND
+        except LabError:
+            backend = BACKEND
+    if backend == "docker":
+        from kafkalike.lab.docker import DockerLab
+        return DockerLab(lab_dir)
+    return Lab(lab_dir)
 
 
 # The name the lab's first (local-only) version had; scenarios and tests still use it.
