@@ -787,20 +787,26 @@ class AdminService:
 
 
 def _run_action(service, action: str, opts: ParsedArgs, zookeeper: bool) -> None:
+    """handleAction: each action's arguments are read (file first, then numbers, as Java
+    evaluates them) before the action runs."""
     if action == "verify":
-        service.verify(read_file(opts.value("reassignment-json-file") or ""), opts.has("preserve-throttles"))
+        text = read_file(opts.value("reassignment-json-file") or "")
+        service.verify(text, opts.has("preserve-throttles"))
     elif action == "generate":
-        service.generate(read_file(opts.value("topics-to-move-json-file") or ""), opts.value("broker-list") or "",
-                         not opts.has("disable-rack-aware"))
+        text = read_file(opts.value("topics-to-move-json-file") or "")
+        service.generate(text, opts.value("broker-list") or "", not opts.has("disable-rack-aware"))
     elif action == "execute":
         text = read_file(opts.value("reassignment-json-file") or "")
         if zookeeper:
-            service.execute(text, opts.number("throttle"))
+            throttle = opts.number("throttle")
+            service.execute(text, throttle)
         else:
-            service.execute(opts.has("additional"), text, opts.number("throttle"),
-                            opts.number("replica-alter-log-dirs-throttle"))
+            additional = opts.has("additional")
+            throttle, log_dir_throttle = opts.number("throttle"), opts.number("replica-alter-log-dirs-throttle")
+            service.execute(additional, text, throttle, log_dir_throttle)
     elif action == "cancel":
-        service.cancel(read_file(opts.value("reassignment-json-file") or ""), opts.has("preserve-throttles"))
+        text = read_file(opts.value("reassignment-json-file") or "")
+        service.cancel(text, opts.has("preserve-throttles"))
     elif action == "list":
         service.list()
     else:

@@ -202,6 +202,12 @@ def test_a_held_back_reassignment_is_listed_verified_and_cancelled(cluster, view
         with AdminClient({"bootstrap.servers": bootstrap}) as admin:
             listed = admin.list_partition_reassignments([(topic, 0)])
         assert listed[(topic, 0)].adding_replicas == (target,)
+        describe = subprocess.run([str(REPO / "bin" / "kafka-topics.sh"), "--bootstrap-server", bootstrap,
+                                   "--describe", "--topic", topic], capture_output=True, text=True, timeout=60,
+                                  env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"})
+        assert describe.stdout.splitlines()[1].endswith(
+            f"\tReplicas: {origin[0]},{target},{origin[1]}\tIsr: {origin[0]},{origin[1]}"
+            f"\tAdding Replicas: {target}\tRemoving Replicas: {origin[1]}"), describe.stdout
 
         run = run_tool("--bootstrap-server", bootstrap, "--verify", "--reassignment-json-file", plan)
         assert run.returncode == 0
@@ -443,5 +449,20 @@ def test_a_reassignment_survives_controller_failover_and_a_broker_restart(zk_chr
             wait_until(lambda: sorted(view.partition(topic, 0).isr) == sorted([other, target, controller]), 30,
                        "the restarted broker in the ISR")
             wait_replicas_identical({b: c.broker(b).log_dir for b in (other, target, controller)}, topic, 0, 300)
+
+            # A target broker that dies mid-way and starts again gets the reassignment again.
+            moved = "restarted"
+            create_topic(c.bootstrap, moved, [[other, target]])
+            produce(c.bootstrap, moved, 200)
+            os.kill(c.broker(controller).proc.pid, signal.SIGSTOP)
+            run = run_tool("--bootstrap-server", bootstrap_without(c, controller), "--execute",
+                           "--reassignment-json-file", move_file(tmp_path, moved, [controller, other], "r.json"))
+            assert run.returncode == 0, run.stdout + run.stderr
+            c.broker(controller).kill()
+            wait_until(lambda: not view.registered(controller), 30, "the killed target to be noticed")
+            assert topic_znode(view, moved)["adding_replicas"] == {"0": [controller]}
+            c.broker(controller).restart()
+            wait_assignment(view, moved, [controller, other])
+            wait_replicas_identical({b: c.broker(b).log_dir for b in (controller, other)}, moved, 0, 200)
         finally:
             view.close()
