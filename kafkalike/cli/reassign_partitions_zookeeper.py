@@ -16,7 +16,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from kafkalike.cli.reassign_partitions import (
+from kafkalike.cli.reassign_partitions_plan import (
     ADMIN_COMMAND_FAILED,
     ADMIN_OPERATION,
     BROKER_FOLLOWER_THROTTLE,
