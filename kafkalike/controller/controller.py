@@ -8,6 +8,7 @@ the controller makes is fenced by the /controller_epoch zkVersion it won the ele
 from __future__ import annotations
 
 import logging
+import time
 from typing import Awaitable, Callable, Iterable
 
 from twisted.internet import defer, task
@@ -16,6 +17,7 @@ from kafkalike.controller import requests as reqs
 from kafkalike.controller.channel import ControllerChannelManager
 from kafkalike.controller.context import NEW, OFFLINE, ONLINE, ControllerContext
 from kafkalike.controller.reassigner import ReassignmentSteps
+from kafkalike.metrics.stats import ControllerStats
 from kafkalike.controller.leader_election import (
     ElectionResult,
     ElectionType,
@@ -48,6 +50,7 @@ class KafkaController(ReassignmentSteps):
         self.unclean_election = unclean_election
         self.ctx = ControllerContext()
         self.active = False
+        self.stats = ControllerStats()      # Kafka's ControllerStats timers, read by the broker's metrics
         self.channels: ControllerChannelManager | None = None
         self._queue: defer.DeferredQueue = defer.DeferredQueue()
         self._stopped = False
@@ -77,6 +80,7 @@ class KafkaController(ReassignmentSteps):
             name, handler, args = await self._queue.get()
             if name == "Shutdown":
                 break
+            started = time.monotonic()
             try:
                 await handler(*args)
             except Exception as exc:
@@ -86,6 +90,7 @@ class KafkaController(ReassignmentSteps):
                 for arg in args:
                     if isinstance(arg, defer.Deferred) and not arg.called:
                         arg.errback(exc)
+            self.stats.event_handled(name, time.monotonic() - started)
             if not self._queue.pending and not self.idle.called:
                 self.idle.callback(None)
 
@@ -439,6 +444,7 @@ class KafkaController(ReassignmentSteps):
                 leader, isr = in_sync[0], [r for r in current.isr if r in self.ctx.live_brokers]
             elif live and self.unclean_election(tp.topic):
                 leader, isr = live[0], [live[0]]
+                self.stats.unclean_election()
                 state_log.warning("[Controller id=%d epoch=%d] Unclean leader election: %s-%d led by "
                                   "out-of-sync replica %d; data may be lost", self.broker_id,
                                   self.ctx.epoch, tp.topic, tp.partition, leader)

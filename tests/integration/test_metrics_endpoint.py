@@ -94,6 +94,8 @@ def test_an_operators_checks_on_a_three_broker_cluster(cluster, zk_chroot):
     wait_until(one_controller, what="exactly one active controller")
     first = scrape(cluster.brokers[0])
     assert first.content_type.startswith("text/plain")
+    assert f"INFO Serving metrics in Prometheus format on {cluster.brokers[0].metrics_url} (kafkalike.metrics)" in \
+        cluster.brokers[0].server_log.read_text()
     assert first.families["kafka_server_brokertopicmetrics_messagesin"].type == "counter"
     assert first.families["kafka_network_requestmetrics_totaltimems"].type == "histogram"
 
@@ -206,6 +208,13 @@ def test_an_operators_checks_on_a_three_broker_cluster(cluster, zk_chroot):
     cluster.broker(victim_id).restart()
     wait_until(lambda: scrape(leader).value("kafka_server_replicamanager_underreplicatedpartitions") == 0,
                what="UnderReplicatedPartitions back to 0")
+    # The controller timed the broker changes (where leaders are elected), as Kafka's
+    # LeaderElectionRateAndTimeMs; the other brokers' timers stayed at zero.
+    def elections(b) -> float:
+        return scrape(b).value("kafka_controller_controllerstats_leaderelectionrateandtimems_count")
+    assert elections(controller) >= 2          # the kill and the return, at least
+    assert all(elections(b) == 0 for b in cluster.brokers if b is not controller)
+    assert scrape(controller).value("kafka_controller_controllerstats_uncleanleaderelections_total") == 0
     back = scrape(leader)
     assert back.value("kafka_cluster_partition_underreplicated", topic="m", partition="0") == 0
     assert back.value("kafka_cluster_partition_insyncreplicascount", topic="m", partition="0") == 3
