@@ -65,3 +65,11 @@ def test_duplicates_fail_before_anything_is_deleted(tmp_path):
     assert (code, out) == (1, "")
     assert err == 'Exception in thread "main" kafka.common.AdminCommandFailedException: Offset json file ' \
                   'contains duplicate topic partitions: t-0\n'
+
+
+def test_api_version_lines_as_node_api_versions_prints_them():
+    from kafkalike.cli.broker_api_versions import format_versions
+    client = {0: ("Produce", 0, 9), 1: ("Fetch", 0, 12), 2: ("ListOffsets", 0, 6), 3: ("Metadata", 4, 11)}
+    assert format_versions({0: (0, 8), 1: (13, 14), 3: (0, 2), 99: (0, 1)}, client) == (
+        "(\n\tProduce(0): 0 to 8 [usable: 8],\n\tFetch(1): 13 to 14 [unusable: node too new],\n"
+        "\tListOffsets(2): UNSUPPORTED,\n\tMetadata(3): 0 to 2 [unusable: node too old],\n\tUNKNOWN(99): 0 to 1\n)")
