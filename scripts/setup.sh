@@ -3,7 +3,8 @@
 #   scripts/setup.sh          ZooKeeper and Java (zk/install.sh), kcat, iproute2 and iptables (the
 #                             lab's netns backend), then `pip install -e '.[spark]'`
 #                             (pyspark and pyarrow: the demo ends with a Spark load)
-#   scripts/setup.sh --test   also the test extras: `pip install -e '.[test,spark]'`, and vagrant
+#   scripts/setup.sh --test   also the test extras: `pip install -e '.[test,spark]'` (the docker SDK
+#                             among them), vagrant, docker.io and debootstrap
 # A first pyspark install builds it from a ~456 MB source archive: minutes, once.
 # PYTHON picks the interpreter (default python3). Safe to run again and again: with
 # everything in place it makes no network call.
@@ -20,7 +21,9 @@ debs=(kcat)   # the demo and the interop tests use it as an independent client
 debs+=(iproute2 iptables)
 case "${1:-}" in
     # vagrant: the tests validate vagrant/Vagrantfile (VMs cannot boot here).
-    --test) extras=(test spark); debs+=(vagrant) ;;
+    # docker.io and debootstrap: the lab's docker backend tests start dockerd and, with no
+    # registry reachable, build the lab's base image from Debian's packages.
+    --test) extras=(test spark); debs+=(vagrant docker.io debootstrap) ;;
     "") ;;
     *) echo "usage: $0 [--test]" >&2; exit 2 ;;
 esac

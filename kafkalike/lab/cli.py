@@ -9,7 +9,7 @@
     kafkalike-lab.sh heal                                             (netns, docker backends)
     kafkalike-lab.sh logs NODE [-n LINES] [--file controller.log]
     kafkalike-lab.sh scenario NAME [NAME ...]  leader-kill, controller-kill, leader-clean-shutdown,
-                                               rolling-restart, partition-leader (netns), or all
+                                               rolling-restart, partition-leader (netns, docker), or all
     kafkalike-lab.sh down [--keep-logs]
 
 Every command takes --dir LAB_DIR (default $LOG_DIR/lab, or logs/lab in the checkout);

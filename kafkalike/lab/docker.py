@@ -115,11 +115,18 @@ def client():
 
 def tracked_files() -> list[str]:
     """The checkout as the host runs it: tracked files and new ones git does not ignore."""
-    result = subprocess.run(["git", "-C", str(REPO_ROOT), "ls-files", "-z", "--cached", "--others",
-                             "--exclude-standard"], capture_output=True)
-    if result.returncode != 0:
-        raise LabError(f"cannot list the checkout's files in {REPO_ROOT}: git ls-files failed")
-    names = {name for name in result.stdout.decode().split("\0") if name and (REPO_ROOT / name).is_file()}
+    if (REPO_ROOT / ".git").exists() and shutil.which("git"):
+        result = subprocess.run(["git", "-C", str(REPO_ROOT), "ls-files", "-z", "--cached", "--others",
+                                 "--exclude-standard"], capture_output=True)
+        if result.returncode != 0:
+            raise LabError(f"cannot list the checkout's files in {REPO_ROOT}: git ls-files failed")
+        names = {name for name in result.stdout.decode().split("\0") if name and (REPO_ROOT / name).is_file()}
+    else:       # an unpacked source tree: everything but logs, caches and build output
+        skip = {"logs", "__pycache__", ".pytest_cache", "build", "dist", ".git"}
+        names = {str(path.relative_to(REPO_ROOT)) for path in REPO_ROOT.rglob("*")
+                 if path.is_file() and not skip.intersection(path.relative_to(REPO_ROOT).parts)
+                 and not any(part.endswith(".egg-info") for part in path.parts)
+                 and path.suffix != ".whl"}
     names.add(str(DOCKERFILE.relative_to(REPO_ROOT)))        # the build needs it, tracked or not yet
     return sorted(names)
 

@@ -11,7 +11,7 @@ LAB_DIR/scenarios/<topic>/ until `down`.
 The scenarios run against the lab as it is (`up` first): they need every node alive and
 at least 3 brokers, and they leave every node running (and the network whole) again,
 whatever happened. A network partition needs a backend with a network of its own
-(`up --backend netns`); `all` runs the scenarios the lab's backend can run.
+(`up --backend netns` or `--backend docker`); `all` runs the scenarios the lab's backend can run.
 """
 from __future__ import annotations
 
@@ -376,7 +376,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("rolling-restart", "restart every broker in turn (SIGTERM, start, full ISR before the next)",
              rolling_restart),
     Scenario("partition-leader", "cut the leader of partition 0 off from ZooKeeper and the other brokers, "
-             "wait for a new leader, heal", partition_leader, backends=("netns",)),
+             "wait for a new leader, heal", partition_leader, backends=("netns", "docker")),
 )}
 
 

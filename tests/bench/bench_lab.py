@@ -1,6 +1,6 @@
 """The lab's start-up, per backend: from `up` to a fresh RF=3 topic with a full ISR, in one run.
 
-    python tests/bench/bench_lab.py [--rounds 3] [--backends local,netns] [--json FILE]
+    python tests/bench/bench_lab.py [--rounds 3] [--backends local,netns,docker] [--json FILE]
 
 Each round brings up a whole lab (ZooKeeper standalone and three brokers) on each backend
 in turn, the order alternating between rounds, each in a fresh lab directory under
@@ -14,8 +14,10 @@ in turn, the order alternating between rounds, each in a fresh lab directory und
   leader and all 3 replicas in the ISR for each of them;
 - down: `bin/kafkalike-lab.sh down` took this long (not counted in the others).
 
-netns needs root. Everything the script starts is stopped, and every lab directory,
-namespace and link removed, even when a round fails.
+netns needs root; docker a running dockerd (the lab's image is built before the first
+round, so no round counts a build). Everything the script starts is stopped, and every
+lab directory, namespace, link, container, network and volume removed, even when a
+round fails.
 """
 from __future__ import annotations
 
@@ -64,7 +66,7 @@ def one_round(backend: str) -> dict[str, float]:
     from kafkalike.lab.state import LabState
     scratch = Path(tempfile.mkdtemp(prefix="kafkalike-bench-lab-", dir=harness.SCRATCH_ROOT))
     lab_dir = scratch / "lab"
-    where = ["--backend", "netns"] if backend == "netns" else ["--base-port", str(free_base_port())]
+    where = ["--backend", backend] if backend in ("netns", "docker") else ["--base-port", str(free_base_port())]
     try:
         began = time.monotonic()
         lab(lab_dir, "up", *where)
@@ -103,6 +105,15 @@ def main(argv: list[str] | None = None) -> int:
     backends = args.backends.split(",")
     if "netns" in backends and os.geteuid() != 0:
         parser.error("the netns backend needs root")
+    if "docker" in backends:
+        from kafkalike.lab.docker import client, ensure_image
+        from kafkalike.lab.state import LabError
+        try:
+            began = time.monotonic()
+            tag = ensure_image(client(), progress=lambda line: print(line, flush=True))
+            print(f"image {tag} ready after {time.monotonic() - began:.1f}s (not counted)", flush=True)
+        except LabError as error:
+            parser.error(str(error).splitlines()[0])
     results: dict[str, list[dict[str, float]]] = {b: [] for b in backends}
     for round_ in range(args.rounds):
         order = backends if round_ % 2 == 0 else backends[::-1]

@@ -1,8 +1,9 @@
 """`kafkalike-lab.sh scenario`: faults under Kafka's verifiable producer and consumer, judged.
 
 One lab (ZooKeeper and 3 broker daemons, in a scratch directory on free ports) serves
-the module's local scenarios, and one netns lab (each node in a network namespace of
-its own, made as root) the partition scenario. Each scenario runs as a user would run
+the module's local scenarios, one netns lab (each node in a network namespace of
+its own, made as root) and one docker lab (a container per node, tests/docker_daemon.py
+starts dockerd when none runs) the partition scenario. Each scenario runs as a user would run
 it, through bin/kafkalike-lab.sh, and the test reads only its printed table: every
 record the producer saw acknowledged (acks=all on an RF=3, min.insync.replicas=2 topic)
 must have been read back by the consumer, so the verdict is PASS with 0 lost. A
@@ -17,6 +18,8 @@ import shutil
 
 import pytest
 
+from kafkalike.lab.netns import prefix_for
+from tests.docker_daemon import remove_lab_leftovers, running_dockerd
 from tests.lab_cli import LabUnderTest
 
 pytestmark = pytest.mark.fault
@@ -50,6 +53,20 @@ def netns_lab():
     yield from _lab_up("netns")
 
 
+@pytest.fixture(scope="module")
+def docker_lab():
+    # A real dockerd: the running one, or one started (and stopped) here; fails saying why.
+    with running_dockerd():
+        lab = LabUnderTest.create("docker")
+        try:
+            up = lab.up(timeout=900)          # a first run on a machine builds the images
+            assert up.returncode == 0, up.stdout + up.stderr
+            yield lab
+        finally:
+            lab.teardown()
+            remove_lab_leftovers(prefix_for(lab.dir))
+
+
 def summary_row(output: str, name: str) -> dict[str, str]:
     """The scenario's row of the table printed last."""
     header = next(line for line in output.splitlines() if line.startswith("SCENARIO "))
@@ -71,6 +88,16 @@ def test_partition_leader_on_netns_passes_with_nothing_lost(netns_lab: LabUnderT
     assert re.search(r"led by broker-\d \(leader epoch [1-9]", output), output
     assert "registered again" in output and "ISR full again on every partition" in output
     assert netns_lab.status()["partition"] is None
+
+
+def test_partition_leader_on_docker_passes_with_nothing_lost(docker_lab: LabUnderTest):
+    """The same scenario on the docker backend: the leader's container cut off by iptables
+    DROP in its network namespace."""
+    output = check_scenario(docker_lab, "partition-leader")
+    assert re.search(r"partition: broker-\d cut off from zk-1, broker-\d, broker-\d \(iptables DROP\)", output)
+    assert re.search(r"led by broker-\d \(leader epoch [1-9]", output), output
+    assert "registered again" in output and "ISR full again on every partition" in output
+    assert docker_lab.status()["partition"] is None
 
 
 def check_scenario(lab: LabUnderTest, scenario: str) -> str:
