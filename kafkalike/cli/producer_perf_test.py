@@ -193,13 +193,13 @@ def producer_config(args: argparse.Namespace, parser: ArgumentParser) -> dict[st
     return config
 
 
-def write_histogram(path: str, latencies: list[int], p50: int, p99: int, width: int = 640, height: int = 400) -> float:
+def write_histogram(path: str, latencies: list[int], p50: int, p99: int, width: int = 640, height: int = 400) -> int:
     """A bar chart of the latencies as an 8-bit RGB PNG; returns the bucket width in ms."""
     margin = 40
     plot_w, plot_h = width - 2 * margin, height - 2 * margin
-    buckets = 64
     top = max(latencies) + 1 if latencies else 1
-    bucket_ms = max(top / buckets, 1e-9)
+    bucket_ms = -(-top // 64)                  # whole milliseconds: latencies are whole
+    buckets = -(-top // bucket_ms)
     counts = [0] * buckets
     for latency in latencies:
         counts[min(buckets - 1, int(latency / bucket_ms))] += 1
@@ -280,7 +280,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         p50, p99 = stats.percentiles(0.5, 0.99)
         bucket = write_histogram(args.histogram, stats.latencies, p50, p99)
         err.write(f"Latency histogram of {len(stats.latencies)} sampled records written to {args.histogram} "
-                  f"(bars of {bucket:.2f} ms; red lines: 50th and 99th percentiles)\n")
+                  f"(bars of {bucket} ms; red lines: 50th and 99th percentiles)\n")
     return 0
 
 
