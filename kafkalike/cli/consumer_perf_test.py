@@ -65,7 +65,7 @@ OPTIONS = command_default.with_defaults(
            "Long", default="10000"),
 )
 
-_PATTERN_LETTERS = re.compile(r"'[^']*'|''|([A-Za-z])\1*")
+_PATTERN_LETTERS = re.compile(r"''|'(?:[^']|'')*'|([A-Za-z])\1*")
 
 
 def simple_date_format(pattern: str, millis: int) -> str:
@@ -78,7 +78,7 @@ def simple_date_format(pattern: str, millis: int) -> str:
         if text == "''":
             return "'"
         if text.startswith("'"):
-            return text[1:-1]
+            return text[1:-1].replace("''", "'")
         letter, n = text[0], len(text)
         if letter == "y":
             return f"{moment.year % 100:02d}" if n == 2 else f"{moment.year:0{n}d}"
