@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 
-from kafkalike.client.admin import AdminClient, NewTopic
+from kafkalike.client.admin import AdminClient, KafkaAdminError, NewTopic
 
 pytestmark = pytest.mark.integration
 
@@ -83,3 +84,47 @@ def test_no_arguments_print_the_help(topics):
     done = run()
     assert done.returncode == 1
     assert done.stderr.startswith("This tool helps to query log directory usage on the specified brokers.\n")
+
+
+def test_unknown_broker_in_the_list(topics):
+    done = run("--bootstrap-server", topics.bootstrap, "--describe", "--broker-list", "0,7")
+    assert done.returncode == 1
+    assert done.stdout == "Querying brokers for log directories information\n"
+    assert done.stderr.startswith('Exception in thread "main" java.util.concurrent.ExecutionException: '
+                                  "org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node "
+                                  "assignment. Call: describeLogDirs\n")
+
+
+def test_three_brokers_each_report_their_own_replicas(kafka_cluster):
+    with AdminClient({"bootstrap.servers": kafka_cluster.bootstrap}) as admin:
+        admin.create_topics([NewTopic("ld-rf", 3, 2)])
+        deadline = time.monotonic() + 30
+        while True:   # every broker learns of the topic, and makes its replicas' logs, a moment later
+            try:
+                described = admin.describe_topics(["ld-rf"])["ld-rf"]
+                break
+            except KafkaAdminError:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+    hosted = {b: sorted(f"ld-rf-{p.partition}" for p in described.partitions if b in p.replicas) for b in range(3)}
+    while True:
+        done = run("--bootstrap-server", kafka_cluster.bootstrap, "--describe", "--topic-list", "ld-rf",
+                   "--broker-list", "2,0,1")
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        answer = json.loads(lines[2])
+        if sum(len(b["logDirs"][0]["partitions"]) for b in answer["brokers"]) == 6 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert lines[1] == "Received log directory information from brokers 2,0,1"
+    assert [b["broker"] for b in answer["brokers"]] == [0, 1, 2]
+    for b in answer["brokers"]:
+        [log_dir] = b["logDirs"]
+        assert log_dir["logDir"] == str(kafka_cluster.brokers[b["broker"]].log_dir)
+        assert sorted(p["partition"] for p in log_dir["partitions"]) == hosted[b["broker"]]
+    versions = subprocess.run([str(REPO / "bin" / "kafka-broker-api-versions.sh"), "--bootstrap-server",
+                               kafka_cluster.bootstrap], capture_output=True, text=True, timeout=60,
+                              env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"})
+    assert versions.returncode == 0, versions.stderr
+    heads = [line for line in versions.stdout.splitlines() if line.endswith("-> (")]
+    assert heads == [f"{b.bootstrap} (id: {i} rack: null) -> (" for i, b in enumerate(kafka_cluster.brokers)]
