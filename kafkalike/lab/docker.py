@@ -253,6 +253,9 @@ def ensure_image(docker_client, progress: Progress = lambda line: None) -> str:
     except docker.errors.APIError as error:
         raise LabError(f"building image {tag} failed: {error.explanation or error}") from None
     progress(f"image {tag} built in {time.monotonic() - began:.0f}s")
+    # The image of an earlier checkout lost its tag: remove it (unless a container still uses it).
+    with contextlib.suppress(docker.errors.APIError):
+        docker_client.images.prune(filters={"dangling": True, "label": CHECKOUT_LABEL})
     return tag
 
 

@@ -69,8 +69,10 @@ def one_round(backend: str) -> dict[str, float]:
     where = ["--backend", backend] if backend in ("netns", "docker") else ["--base-port", str(free_base_port())]
     try:
         began = time.monotonic()
-        lab(lab_dir, "up", *where)
+        started = lab(lab_dir, "up", *where)
         up = time.monotonic() - began
+        # docker: `up` rebuilt the image because the checkout changed since the last build.
+        rebuilt = 1.0 if "building image" in started.stdout else 0.0
         state = LabState.load(lab_dir)
         with AdminClient({"bootstrap.servers": state.bootstrap, "default.api.timeout.ms": "30000"}) as admin:
             admin.create_topics([NewTopic(TOPIC, 3, 3)])
@@ -87,7 +89,7 @@ def one_round(backend: str) -> dict[str, float]:
         full_isr = time.monotonic() - began
         stopping = time.monotonic()
         lab(lab_dir, "down")
-        return {"up": up, "full_isr": full_isr, "down": time.monotonic() - stopping}
+        return {"up": up, "full_isr": full_isr, "down": time.monotonic() - stopping, "rebuilt": rebuilt}
     finally:
         if (lab_dir / "lab.json").exists():
             subprocess.run([str(LAB), "down", "--timeout", "5", "--dir", str(lab_dir)], capture_output=True,
@@ -121,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
             timing = one_round(backend)
             results[backend].append(timing)
             print(f"round {round_ + 1} {backend:6} up {timing['up']:5.2f} s  full ISR {timing['full_isr']:5.2f} s  "
-                  f"down {timing['down']:5.2f} s", flush=True)
+                  f"down {timing['down']:5.2f} s" + ("  (image rebuilt: the checkout changed)" if timing["rebuilt"]
+                                                     else ""), flush=True)
     print()
     print(f"{'backend':8} {'up (median, min-max)':24} {'up -> full ISR (median, min-max)':34} down (median)")
     for backend, runs in results.items():
