@@ -1,5 +1,5 @@
-"""Administration through ZooKeeper (Kafka's ZkAdminManager): topics, client quotas and
-SCRAM credentials.
+"""Administration through ZooKeeper (Kafka's ZkAdminManager): topics, topic and broker
+configs, client quotas and SCRAM credentials.
 
 A broker never creates partitions itself: it validates the request, writes the topic's
 assignment and configs to ZooKeeper, and the controller reacts to the new znodes. The
@@ -7,15 +7,20 @@ answer waits (up to the request's timeout) until this broker's metadata cache sh
 the result, as Kafka's DelayedCreatePartitions and DelayedDeleteTopics do, so a client
 that creates a topic can use it as soon as the call returns.
 
-Quotas (admin_quotas.py) and SCRAM credentials (admin_scram.py) are dynamic configs
-under /config; the manager hands those modules its ZooKeeper client. Every call takes
-plain values and answers with plain results, which the handlers put on the wire.
+Topic overrides (/config/topics/<t>) and dynamic broker configs (/config/brokers/<id>,
+/config/brokers/<default>, checked by dynamic_config.py) are written whole with a change
+notification, as AdminZkClient does; a value Kafka's ConfigDef refuses is answered
+INVALID_REQUEST "Invalid config value for resource ConfigResource(type=..., name='...'):
+...", as ZkAdminManager answers it. Quotas (admin_quotas.py) and SCRAM credentials
+(admin_scram.py) are dynamic configs under /config too; the manager hands those modules
+its ZooKeeper client. Every call takes plain values and answers with plain results,
+which the handlers put on the wire.
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Awaitable, Callable, Mapping, Sequence
 
 from twisted.internet import defer
 
@@ -24,6 +29,7 @@ from kafkalike.broker.admin_quotas import (QuotaAlteration, QuotaAlterationResul
                                            QuotaFilterComponent)
 from kafkalike.broker.admin_scram import (ScramAlterationResult, ScramDeletion, ScramUpsertion,
                                           UserScramCredentials)
+from kafkalike.broker.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfig
 from kafkalike.common.assignment import InvalidPartitions, InvalidReplicationFactor, assign_replicas
 from kafkalike.common.topics import INTERNAL_TOPICS, InvalidTopicName, collides, validate
 from kafkalike.protocol.errors import ErrorCode
@@ -57,6 +63,12 @@ class AdminError(Exception):
         self.message = message
 
 
+def invalid_config_value(resource_type: str, name: str, error: Exception) -> AdminError:
+    """ZkAdminManager's answer to a ConfigException: INVALID_REQUEST, resource and cause."""
+    return AdminError(ErrorCode.INVALID_REQUEST,
+                      f"Invalid config value for resource ConfigResource(type={resource_type}, name='{name}'): {error}")
+
+
 class _Waiter:
     def __init__(self, check, deferred: defer.Deferred):
         self.check = check
@@ -68,13 +80,23 @@ class AdminManager:
     ZooKeeper, answered with plain results the handlers put on the wire."""
 
     def __init__(self, zk: KafkaZkClient, cache: MetadataCache, config: KafkaConfig,
-                 topic_configs: TopicConfigs, reactor) -> None:
+                 topic_configs: TopicConfigs, reactor, *, dynamic_config: DynamicBrokerConfig | None = None,
+                 on_config_written: Callable[[str, str], Awaitable[None]] | None = None) -> None:
         self.zk = zk
         self.cache = cache
         self.config = config
         self.topic_configs = topic_configs
         self.reactor = reactor
+        self._dynamic = dynamic_config
+        self._on_config_written = on_config_written
         self._waiters: list[_Waiter] = []
+
+    @property
+    def dynamic(self) -> DynamicBrokerConfig:
+        """The broker's dynamic config levels (the server's; made on first use when none was given)."""
+        if self._dynamic is None:
+            self._dynamic = DynamicBrokerConfig(self.config)
+        return self._dynamic
 
     # -- waiting for the controller's work to reach us ----------------------------------
 
@@ -256,17 +278,83 @@ class AdminManager:
     async def alter_topic_config(self, name: str, compute: Callable[[dict[str, str]], dict[str, str | None]],
                                  validate_only: bool) -> None:
         """Replace a topic's overrides with compute(current), validated as the topic's
-        config; raises AdminError(INVALID_CONFIG) naming the key for a bad value."""
+        config. As Kafka 2.8: an unknown key is INVALID_CONFIG ("Unknown topic config
+        name: x"), a bad value INVALID_REQUEST naming the resource and the key."""
+        if not self.cache.contains(name):
+            raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         current = await self.topic_overrides(name)
         try:
             new = compute(current)
             if any(v is None for v in new.values()):
                 raise ValueError("Null value not supported for topic configs")
             self.topic_configs.parse(new)
+        except AdminError:
+            raise
         except ValueError as exc:
-            raise AdminError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+            if str(exc).startswith("Unknown topic config name"):
+                raise AdminError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+            raise invalid_config_value("TOPIC", name, exc) from None
         if not validate_only:
+            log.info("Updating topic %s with new configuration : %s", name, ",".join(f"{k} -> {v}"
+                                                                                   for k, v in new.items()))
             await self.zk.change_topic_config(name, new)
+            await self._written("topics", name)
+
+    # -- dynamic broker configs -----------------------------------------------------------
+
+    def broker_level(self, name: str) -> int | None:
+        """ZkAdminManager.getBrokerId: None for "" (the cluster default), else this broker's
+        id; another broker's id or a non-number is refused."""
+        if not name:
+            return None
+        try:
+            broker_id = int(name)
+        except ValueError:
+            raise AdminError(ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}") from None
+        if broker_id != self.dynamic.broker_id:
+            raise AdminError(ErrorCode.INVALID_REQUEST,
+                             f"Unexpected broker id, expected {self.dynamic.broker_id}, but received {name}")
+        return broker_id
+
+    async def broker_dynamic_configs(self, name: str) -> dict[str, str]:
+        """One level's dynamic configs as ZooKeeper has them, read as a broker reads them
+        (fromPersistentProps: passwords decoded, what a broker ignores left out)."""
+        broker_id = self.broker_level(name)
+        persistent = await self.zk.get_broker_configs(broker_id)
+        return self.dynamic.from_persistent(persistent, broker_id is not None)
+
+    async def alter_broker_config(self, name: str, compute: Callable[[dict[str, str]], Mapping[str, str | None]],
+                                  validate_only: bool, *, incremental: bool) -> None:
+        """Replace one level's dynamic configs with compute(current) (current is {} for the
+        legacy AlterConfigs, which replaces the whole set), checked by DynamicBrokerConfig;
+        written with a change notification unless validate_only."""
+        current = await self.broker_dynamic_configs(name) if incremental else {}
+        broker_id = self.broker_level(name)
+        per_broker = broker_id is not None
+        try:
+            new = dict(compute(current))
+            self.dynamic.validate(new, per_broker)
+            persistent = self.dynamic.to_persistent(new, per_broker)
+        except AdminError:
+            raise
+        except ValueError as exc:
+            raise invalid_config_value("BROKER", name, exc) from None
+        if validate_only:
+            return
+        loggable = ",".join(f"{k} -> {'[hidden]' if self.dynamic.is_sensitive(k) else v}" for k, v in new.items())
+        if per_broker:
+            log.info("Updating broker %d with new configuration : %s", broker_id, loggable)
+        else:
+            log.info("Updating brokers with new configuration : %s", loggable)
+        await self.zk.change_broker_config(broker_id, persistent)
+        await self._written("brokers", name or DEFAULT_ENTITY)
+
+    async def _written(self, entity_type: str, name: str) -> None:
+        if self._on_config_written is not None:
+            try:
+                await self._on_config_written(entity_type, name)
+            except Exception:   # the notification will carry it anyway
+                log.exception("Applying the new config of %s/%s failed", entity_type, name)
 
     def _require_topic(self, name: str) -> None:
         if not self.cache.contains(name):

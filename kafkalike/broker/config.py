@@ -329,7 +329,7 @@ _KEYS: tuple[ConfigKey, ...] = (
     # Security
     _k("connections.max.reauth.ms", L, 0, "Session lifetime after which SASL clients must re-authenticate; 0 never."),
     _k("security.providers", S, None, "Security provider creator classes."),
-    _k("principal.builder.class", C, None, "Builds the principal of an authenticated connection."),
+    _k("principal.builder.class", C, None, "Builds the principal of an authenticated connection.", mode=PB),
     _k("ssl.protocol", S, "TLSv1.3", "TLS protocol used to create the SSL context.", mode=PB),
     _k("ssl.provider", S, None, "Security provider for TLS.", mode=PB),
     _k("ssl.enabled.protocols", LS, ["TLSv1.2", "TLSv1.3"], "TLS protocols accepted.", mode=PB),
@@ -550,8 +550,8 @@ class ConfigEntry:
     source: ConfigSource
     is_sensitive: bool
     read_only: bool
-    config_type: ConfigType
-    documentation: str
+    config_type: ConfigType | None      # None: a key Kafka does not know (described as UNKNOWN)
+    documentation: str | None
     synonyms: tuple[ConfigSynonym, ...]
 
     @property
@@ -576,6 +576,12 @@ class KafkaConfig:
         self._listeners = self._parse_listeners()
         self._advertised = self._parse_advertised()
         self._validate()
+        # Dynamic broker configs (DynamicBrokerConfig): what server.properties said, and the
+        # two ZooKeeper levels over it, /config/brokers/<default> and /config/brokers/<id>.
+        # `originals` and every value read through this object are the merge of the three.
+        self.static_originals: dict[str, Any] = dict(props)
+        self.dynamic_default: dict[str, str] = {}
+        self.dynamic_broker: dict[str, str] = {}
 
     @classmethod
     def load(cls, path: str | Path, overrides: Iterable[str] = (), *,
@@ -593,10 +599,55 @@ class KafkaConfig:
     __getitem__ = get
 
     def source(self, name: str) -> ConfigSource:
-        return ConfigSource.STATIC_BROKER_CONFIG if name in self.originals else ConfigSource.DEFAULT_CONFIG
+        if name in self.dynamic_broker:
+            return ConfigSource.DYNAMIC_BROKER_CONFIG
+        if name in self.dynamic_default:
+            return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        return ConfigSource.STATIC_BROKER_CONFIG if name in self.static_originals else ConfigSource.DEFAULT_CONFIG
 
     def is_default(self, name: str) -> bool:
         return name not in self.originals
+
+    # ------------------------------------------------------------ dynamic configs
+
+    def merged_props(self, default: Mapping[str, str], broker: Mapping[str, str]) -> dict[str, Any]:
+        """server.properties overlaid with the dynamic default, then the per-broker configs.
+
+        DynamicBrokerConfig.overrideProps: a key set at a higher level first drops its
+        synonyms from what is below, so a dynamic log.retention.ms wins over a static
+        log.retention.hours (and a dynamic log.retention.hours over a static log.retention.ms).
+        """
+        props = dict(self.static_originals)
+        for layer in (default, broker):
+            for name, value in layer.items():
+                for synonym in broker_synonyms(name):
+                    props.pop(synonym, None)
+                props[name] = value
+        return props
+
+    def apply_dynamic(self, default: Mapping[str, str], broker: Mapping[str, str]) -> set[str]:
+        """Make the dynamic levels current (KafkaConfig.updateCurrentConfig) and return the
+        names whose effective value changed. The merge is parsed and checked as a whole
+        first: on a ConfigError nothing changes."""
+        candidate = KafkaConfig(self.merged_props(default, broker), hostname=self._hostname)
+        changed = {k for k in set(self._values) | set(candidate._values)
+                   if self._values.get(k) != candidate._values.get(k)}
+        changed |= {k for k in set(self.originals) | set(candidate.originals)
+                    if k not in BROKER_CONFIG and self.originals.get(k) != candidate.originals.get(k)}
+        self.originals = candidate.originals
+        self.unknown_keys = candidate.unknown_keys
+        self._values = candidate._values
+        self._protocol_map = candidate._protocol_map
+        self._listeners = candidate._listeners
+        self._advertised = candidate._advertised
+        self.dynamic_default = dict(default)
+        self.dynamic_broker = dict(broker)
+        return changed
+
+    def _synonym_layers(self) -> tuple[tuple[Mapping[str, Any], ConfigSource], ...]:
+        return ((self.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                (self.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                (self.static_originals, ConfigSource.STATIC_BROKER_CONFIG))
 
     def unknown_key_warnings(self) -> list[str]:
         """The lines Kafka logs at WARN for keys it does not know."""
@@ -627,10 +678,11 @@ class KafkaConfig:
         """
         key = BROKER_CONFIG[name]
         synonyms: list[ConfigSynonym] = []
-        for synonym in broker_synonyms(name):
-            if synonym in self.originals:
-                raw = None if key.sensitive else java_string(self.originals[synonym])
-                synonyms.append(ConfigSynonym(synonym, raw, ConfigSource.STATIC_BROKER_CONFIG))
+        for layer, layer_source in self._synonym_layers():
+            for synonym in broker_synonyms(name):
+                if synonym in layer:
+                    raw = None if key.sensitive else java_string(layer[synonym])
+                    synonyms.append(ConfigSynonym(synonym, raw, layer_source))
         for synonym in broker_synonyms(name):
             default = BROKER_CONFIG[synonym].default
             if default is not None and default is not NO_DEFAULT:
@@ -646,6 +698,19 @@ class KafkaConfig:
     def describe_all(self) -> list[ConfigEntry]:
         """Every public key, sorted by name, as `kafka-configs.sh --describe --all` lists them."""
         return [self.describe(k.name) for k in sorted(_KEYS, key=lambda k: k.name) if not k.internal]
+
+    def describe_custom(self, name: str, config_type: ConfigType | None = None,
+                        documentation: str | None = None) -> ConfigEntry:
+        """A key that is not one of KafkaConfig's (a custom key, or a dynamic-only one such
+        as leader.replication.throttled.rate, whose type the caller passes): read-only, and
+        sensitive when its type is unknown, as Kafka's ConfigHelper describes it."""
+        sensitive = config_type is None or config_type is ConfigType.PASSWORD
+        synonyms = tuple(ConfigSynonym(name, None if sensitive else java_string(layer[name]), source)
+                         for layer, source in self._synonym_layers() if name in layer)
+        source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
+        value = self.originals.get(name)
+        return ConfigEntry(name, None if sensitive or value is None else java_string(value), source, sensitive,
+                           True, config_type, documentation, synonyms)
 
     # ------------------------------------------------------------ ZooKeeper
 

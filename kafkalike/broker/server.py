@@ -17,6 +17,8 @@ from twisted.internet.endpoints import TCP4ServerEndpoint
 from kafkalike.broker.admin_manager import AdminManager
 from kafkalike.broker.alter_isr import AlterIsrManager
 from kafkalike.broker.config import KafkaConfig, api_version_at_least
+from kafkalike.broker.config_changes import ConfigChangeListener
+from kafkalike.broker.dynamic_config import LOG_CONFIGS, DynamicBrokerConfig
 from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.broker.metadata_cache import MetadataCache
 from kafkalike.broker.metrics import BrokerMetrics, start_metrics
@@ -68,7 +70,8 @@ class KafkaServer:
         self.metrics: BrokerMetrics | None = None
         self.ports: list = []
         self._tasks: list[task.LoopingCall] = []
-        self._config_watch = None
+        self.dynamic_config: DynamicBrokerConfig | None = None
+        self._config_changes: ConfigChangeListener | None = None
         self.shutting_down = False
 
     @property
@@ -98,6 +101,7 @@ class KafkaServer:
         self.cluster_id = await self.zk.get_or_create_cluster_id()
         log.info("Cluster ID = %s", self.cluster_id)
         self.broker_id = await self._resolve_broker_id()
+        await self._initialize_dynamic_config()
         self.metadata_cache = MetadataCache(self.broker_id)
         reactor = self.reactor
         # Recovery runs in a thread; afterwards fsyncs and delayed file deletions go to
@@ -107,7 +111,10 @@ class KafkaServer:
             LogManager, cfg.log_dirs, self.topic_configs.defaults, topic_configs=self.topic_configs.effective,
             flush_executor=reactor.callInThread,
             scheduler=lambda ms, fn: reactor.callLater(ms / 1000.0, reactor.callInThread, fn),
-            enable_cleaner=cfg.get("log.cleaner.enable"))
+            enable_cleaner=cfg.get("log.cleaner.enable"),
+            cleaner_options={"backoff_ms": cfg.get("log.cleaner.backoff.ms"),
+                             "dedupe_buffer_size": cfg.get("log.cleaner.dedupe.buffer.size"),
+                             "io_buffer_load_factor": cfg.get("log.cleaner.io.buffer.load.factor")})
         logging.getLogger("kafka.log.LogManager").info(
             "Logs loading complete in %d ms.", (time.monotonic() - loading_started) * 1000)
         if self.log_manager.cleaner is not None:
@@ -124,7 +131,8 @@ class KafkaServer:
         self.group_coordinator = GroupCoordinator.for_server(self)
         self.group_coordinator.startup()
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk)
-        self.admin = AdminManager(self.zk, self.metadata_cache, cfg, self.topic_configs, self.reactor)
+        self.admin = AdminManager(self.zk, self.metadata_cache, cfg, self.topic_configs, self.reactor,
+                                  dynamic_config=self.dynamic_config, on_config_written=self._on_config_written)
         # Made now, so the handlers' services hold it (inactive until elected); started,
         # and known as the server's, only once the broker is registered.
         controller = KafkaController(
@@ -148,7 +156,9 @@ class KafkaServer:
         self.zk.add_session_listener(self._on_session_event)
         await self._register()
         self._checkpoint_broker_metadata()
-        self._config_watch = await self.zk.watch_config_changes(lambda *_: self._reload_topic_configs())
+        self._config_changes = ConfigChangeListener(self.zk, {"topics": self._reload_topic_config,
+                                                               "brokers": self._reload_broker_config})
+        await self._config_changes.start()
         self.controller = controller
         self.controller.startup()
         self._schedule()
@@ -204,6 +214,9 @@ class KafkaServer:
         self._unclaimed_log_dirs = []
 
     async def _listen(self) -> None:
+        # The sockets and what is registered stay as bound here: a dynamic listeners or
+        # advertised.listeners change is stored and takes effect at the next start.
+        self._advertised_listeners = self.config.advertised_listeners
         for ep in self.config.listeners:
             factory = KafkaServerFactory(self.services, self.config.get("socket.request.max.bytes"))
             factory.listener_name = ep.listener_name
@@ -215,7 +228,7 @@ class KafkaServer:
     def _registration(self) -> BrokerRegistration:
         endpoints = []
         bound = {p.factory.listener_name: p.getHost().port for p in self.ports}
-        for ep in self.config.advertised_listeners:
+        for ep in self._advertised_listeners:
             port = ep.port or bound.get(ep.listener_name, ep.port)
             endpoints.append(EndPoint(ep.listener_name, ep.host, port, ep.security_protocol))
         return BrokerRegistration(self.broker_id, tuple(endpoints), rack=self.config.rack)
@@ -262,21 +275,81 @@ class KafkaServer:
         every(cfg.get("log.flush.scheduler.interval.ms"),
               lambda: threads.deferToThread(self.log_manager.flush_dirty_logs))
 
-    # -- topic configs ------------------------------------------------------------------
+    # -- dynamic configs (topic overrides, broker configs) ---------------------------------
 
-    def _reload_topic_configs(self) -> None:
-        """A config change notification: re-read the overrides of every topic we host."""
-        topics = sorted({tp[0] for tp in self.replica_manager.partitions})
-        d = self.zk.get_topic_configs(topics)
+    async def _initialize_dynamic_config(self) -> None:
+        """Dynamic broker configs from ZooKeeper before anything reads the config (Kafka's
+        config.dynamicConfig.initialize): a restarted broker starts with them."""
+        cfg = self.config
+        self.dynamic_config = DynamicBrokerConfig(cfg, self.broker_id)
+        self.dynamic_config.initialize(await self.zk.get_broker_configs(None),
+                                       await self.zk.get_broker_configs(self.broker_id))
+        self.topic_configs.set_defaults(default_log_config(cfg))
+        self.dynamic_config.add_reconfigurable(LOG_CONFIGS, self._log_defaults_changed)
+        self.dynamic_config.add_reconfigurable({"log.cleaner.backoff.ms"}, self._cleaner_changed)
 
-        def apply(found: dict) -> None:
-            for topic, props in found.items():
-                if props != self.topic_configs.overrides(topic):
-                    self.topic_configs.set_overrides(topic, props)
-                    self.log_manager.update_topic_config(topic, self.topic_configs.effective(topic))
-                    log.info("Processing override for entityPath: topics/%s with config: %s", topic, props)
-        d.addCallback(apply)
-        d.addErrback(lambda f: log.error("Reloading topic configs failed: %s", f.getErrorMessage()))
+    async def _reload_topic_config(self, topic: str) -> None:
+        """A change notification for topics/<topic>: re-read its overrides if we host it
+        (or knew them), or if we are the controller, whose elections read them."""
+        hosted = topic in {tp[0] for tp in self.replica_manager.partitions}
+        controller = self.controller is not None and self.controller.active
+        if not (hosted or controller or self.topic_configs.loaded(topic)):
+            return
+        props = await self.zk.get_entity_configs("topics", topic)
+        log.info("Processing override for entityPath: topics/%s with config: %s", topic, props)
+        if props != self.topic_configs.overrides(topic) or not self.topic_configs.loaded(topic):
+            before = self.topic_configs.effective(topic).unclean_leader_election_enable
+            self.topic_configs.set_overrides(topic, props)
+            self.log_manager.update_topic_config(topic, self.topic_configs.effective(topic))
+            if self.topic_configs.effective(topic).unclean_leader_election_enable and not before:
+                self._unclean_election_enabled()
+
+    async def _reload_broker_config(self, name: str) -> None:
+        """A change notification for brokers/<default> or brokers/<id> (BrokerConfigHandler):
+        only the default and this broker's own configs concern it."""
+        if name == "<default>":
+            props = await self.zk.get_broker_configs(None)
+            log.info("Processing override for entityPath: brokers/%s with config: %s", name, props)
+            self.dynamic_config.update_default(props)
+        elif name.strip() == str(self.broker_id):
+            props = await self.zk.get_broker_configs(self.broker_id)
+            log.info("Processing override for entityPath: brokers/%s with config: %s", name, props)
+            self.dynamic_config.update_broker(props)
+
+    async def _on_config_written(self, entity_type: str, name: str) -> None:
+        """The admin manager wrote a config here: apply it at once rather than on the
+        notification (which then finds nothing new)."""
+        if entity_type == "brokers":
+            await self._reload_broker_config(name)
+        elif entity_type == "topics":
+            await self._reload_topic_config(name)
+
+    def _log_defaults_changed(self, changed: set[str]) -> None:
+        """DynamicLogConfig: new topic defaults for every log without its own override."""
+        before = self.topic_configs.defaults.unclean_leader_election_enable
+        defaults = default_log_config(self.config)
+        self.topic_configs.set_defaults(defaults)
+        if self.log_manager is not None:
+            self.log_manager.default_config = defaults
+            for tp, existing in list(self.log_manager.logs.items()):
+                existing.update_config(self.topic_configs.effective(tp.topic))
+        if defaults.unclean_leader_election_enable and not before:
+            self._unclean_election_enabled()
+
+    def _cleaner_changed(self, changed: set[str]) -> None:
+        cleaner = self.log_manager.cleaner if self.log_manager is not None else None
+        if cleaner is not None:
+            cleaner.backoff_ms = self.config.get("log.cleaner.backoff.ms")
+
+    def _unclean_election_enabled(self) -> None:
+        """Kafka's enableDefaultUncleanLeaderElection / enableTopicUncleanLeaderElection:
+        the controller tries the offline partitions again at once."""
+        controller = self.controller
+        if controller is not None and controller.active:
+            async def elect() -> None:
+                if controller.active:
+                    await controller._elect_offline_and_new()
+            controller.put("UncleanLeaderElectionEnable", elect)
 
     # -- wiring -------------------------------------------------------------------------
 
@@ -342,8 +415,8 @@ class KafkaServer:
         for port in self.ports:
             for conn in list(port.factory.connections):
                 conn.transport.loseConnection()
-        if self._config_watch is not None:
-            self._config_watch.cancel()
+        if self._config_changes is not None:
+            self._config_changes.close()
         if self.controller is not None:
             self.controller.shutdown()
         if self.group_coordinator is not None:

@@ -1,9 +1,10 @@
-"""Topic configs: the ones this broker applies, as DescribeConfigs reports them, and
-validated changes to them.
+"""Topic configs: the ones this broker applies, and as DescribeConfigs reports them.
 
 A topic's effective value comes from its override in /config/topics/<t> if any, else
-from the broker key that is its synonym (set in server.properties or left at Kafka's
-default). Kafka's DescribeConfigs reports that provenance as source and synonyms.
+from the broker key that is its synonym (a dynamic per-broker or cluster-default value,
+server.properties, or Kafka's default, in that order). Kafka's DescribeConfigs reports
+that provenance as source and synonyms. Changes are made by the admin manager and the
+configs handler's IncrementalAlterConfigs (handlers/configs.py).
 """
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ from kafkalike.storage.config import CONFIG_KEYS, KEYS_BY_NAME, LogConfig
 
 if TYPE_CHECKING:
     from kafkalike.broker.config import KafkaConfig
-
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
 def default_log_config(config: KafkaConfig) -> LogConfig:
@@ -48,6 +47,12 @@ class TopicConfigs:
             config = LogConfig.from_props(props, self.defaults, strict=False) if props else self.defaults
             self._effective[topic] = config
         return config
+
+    def set_defaults(self, defaults: LogConfig) -> None:
+        """New broker defaults (a dynamic broker config changed): every topic's effective
+        config is made again from them and its own overrides on next use."""
+        self.defaults = defaults
+        self._effective.clear()
 
     def loaded(self, topic: str) -> bool:
         """Whether the topic's overrides were read (an empty set counts): a replica of a
@@ -101,28 +106,3 @@ def describe(broker_config, overrides: dict[str, str], effective: LogConfig) -> 
         out.append(TopicConfigEntry(key.name, values[key.name], source, key.type,
                                     doc, tuple(synonyms)))
     return out
-
-
-def apply_incremental(current: dict[str, str], ops: list[tuple[str, int, str | None]]) -> dict[str, str]:
-    """IncrementalAlterConfigs' SET/DELETE/APPEND/SUBTRACT on a topic's overrides."""
-    result = dict(current)
-    for name, op, value in ops:
-        if op == SET:
-            result[name] = value
-        elif op == DELETE:
-            result.pop(name, None)
-        elif op in (APPEND, SUBTRACT):
-            key = KEYS_BY_NAME.get(name)
-            if key is None or key.type is not ConfigType.LIST:
-                raise ValueError(f"Config value append/subtract is not allowed for config key {name}")
-            items = [v for v in (result.get(name) or ",".join(getattr(LogConfig(), key.attr))).split(",") if v]
-            change = [v for v in (value or "").split(",") if v]
-            if op == APPEND:
-                items += [v for v in change if v not in items]
-            else:
-                items = [v for v in items if v not in change]
-            result[name] = ",".join(items)
-        else:
-            raise ValueError(f"Unknown config operation {op}")
-    return result
-

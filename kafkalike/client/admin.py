@@ -410,6 +410,112 @@ class AdminClient:
                 _raise_first(response.responses)
         self._call("incrementalAlterConfigs", attempt)
 
+    # -- client quotas and SCRAM credentials -------------------------------------------
+    #
+    # What kafka-configs --bootstrap-server sends for users, clients and ips. An entity is
+    # a tuple of (entity type, name) pairs ("user", "client-id" or "ip"; a None name is
+    # the type's default entity), as ClientQuotaEntity is.
+
+    QUOTA_MATCH_ANY = object()      # ClientQuotaFilterComponent.ofEntityType: any named entity
+
+    def describe_client_quotas(self, components: Sequence[tuple[str, object]], strict: bool = False
+                               ) -> dict[tuple[tuple[str, str | None], ...], dict[str, float]]:
+        """DescribeClientQuotas: each component is (entity type, name), the name a string
+        (that entity), None (the default entity) or QUOTA_MATCH_ANY; entities in the order
+        the broker listed them, each with its quota values."""
+        from kafkalike.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
+        request = DescribeClientQuotasRequest(strict=strict, components=[
+            DescribeClientQuotasRequest.ComponentData(
+                entity_type=entity_type,
+                match_type=2 if name is self.QUOTA_MATCH_ANY else 1 if name is None else 0,
+                match=name if isinstance(name, str) else None)
+            for entity_type, name in components])
+
+        def attempt(deadline: float) -> dict[tuple[tuple[str, str | None], ...], dict[str, float]]:
+            response = self._send(self._any_connection(deadline), request)
+            if response.error_code != ErrorCode.NONE:
+                raise KafkaAdminError(response.error_code, response.error_message)
+            return {tuple((e.entity_type, e.entity_name) for e in entry.entity): {v.key: v.value for v in entry.values}
+                    for entry in response.entries or ()}
+        return self._call("describeClientQuotas", attempt)
+
+    def alter_client_quotas(self, alterations: Sequence[tuple[Sequence[tuple[str, str | None]],
+                                                              Mapping[str, float | None]]],
+                            validate_only: bool = False) -> dict[tuple[tuple[str, str | None], ...],
+                                                                  KafkaAdminError | None]:
+        """AlterClientQuotas: each alteration is (entity, {key: value, or None to remove});
+        the answer maps each entity to None (done) or its error."""
+        from kafkalike.protocol.messages.alter_client_quotas import AlterClientQuotasRequest
+        request = AlterClientQuotasRequest(validate_only=validate_only, entries=[
+            AlterClientQuotasRequest.EntryData(
+                entity=[AlterClientQuotasRequest.EntityData(entity_type=t, entity_name=n) for t, n in entity],
+                ops=[AlterClientQuotasRequest.OpData(key=k, value=0.0 if v is None else float(v), remove=v is None)
+                     for k, v in ops.items()])
+            for entity, ops in alterations])
+
+        def attempt(deadline: float) -> dict[tuple[tuple[str, str | None], ...], KafkaAdminError | None]:
+            response = self._send(self._any_connection(deadline), request)
+            return {tuple((e.entity_type, e.entity_name) for e in entry.entity):
+                    None if entry.error_code == ErrorCode.NONE else KafkaAdminError(entry.error_code,
+                                                                                    entry.error_message)
+                    for entry in response.entries}
+        return self._call("alterClientQuotas", attempt)
+
+    def describe_user_scram_credentials(self, users: Sequence[str] | None = None
+                                        ) -> dict[str, list[tuple[str, int]] | KafkaAdminError]:
+        """DescribeUserScramCredentials: each user's [(mechanism name, iterations)], or its
+        error; users the broker does not know are left out, as the Java client's users()."""
+        from kafkalike.protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
+        names = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+        request = DescribeUserScramCredentialsRequest(
+            users=None if not users else [DescribeUserScramCredentialsRequest.UserName(name=u) for u in users])
+
+        def attempt(deadline: float) -> dict[str, list[tuple[str, int]] | KafkaAdminError]:
+            response = self._send(self._any_connection(deadline), request)
+            if response.error_code != ErrorCode.NONE:
+                raise KafkaAdminError(response.error_code, response.error_message)
+            out: dict[str, list[tuple[str, int]] | KafkaAdminError] = {}
+            for r in response.results:
+                if r.error_code == ErrorCode.RESOURCE_NOT_FOUND:
+                    continue
+                out[r.user] = (KafkaAdminError(r.error_code, r.error_message) if r.error_code != ErrorCode.NONE
+                               else [(names.get(c.mechanism, "UNKNOWN"), c.iterations) for c in r.credential_infos])
+            return out
+        return self._call("describeUserScramCredentials", attempt)
+
+    def alter_user_scram_credentials(self, upsertions: Sequence[tuple[str, str, int, str]] = (),
+                                     deletions: Sequence[tuple[str, str]] = ()) -> dict[str, KafkaAdminError | None]:
+        """AlterUserScramCredentials: upsertions are (user, mechanism name, iterations,
+        password), deletions (user, mechanism name). As the Java client, only the salted
+        password (Hi(password, salt, iterations), RFC 5802) leaves this process."""
+        import hashlib
+        import os
+        from kafkalike.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
+        mechanisms = {"SCRAM-SHA-256": (1, "sha256"), "SCRAM-SHA-512": (2, "sha512")}
+
+        def mechanism(name: str) -> int:
+            if name not in mechanisms:
+                raise KafkaAdminError(ErrorCode.UNSUPPORTED_SASL_MECHANISM, f"Unknown SCRAM mechanism {name}")
+            return mechanisms[name][0]
+
+        upserts = []
+        for user, name, iterations, password in upsertions:
+            salt = os.urandom(24)
+            salted = hashlib.pbkdf2_hmac(mechanisms[name][1] if name in mechanisms else "sha256",
+                                         password.encode("utf-8"), salt, iterations)
+            upserts.append(AlterUserScramCredentialsRequest.ScramCredentialUpsertion(
+                name=user, mechanism=mechanism(name), iterations=iterations, salt=salt, salted_password=salted))
+        request = AlterUserScramCredentialsRequest(upsertions=upserts, deletions=[
+            AlterUserScramCredentialsRequest.ScramCredentialDeletion(name=user, mechanism=mechanism(name))
+            for user, name in deletions])
+
+        def attempt(deadline: float) -> dict[str, KafkaAdminError | None]:
+            response = self._send_to_controller(request, deadline)     # the controller's job in 2.8
+            self._retry_if_controller_moved(r.error_code for r in response.results)
+            return {r.user: None if r.error_code == ErrorCode.NONE else KafkaAdminError(r.error_code, r.error_message)
+                    for r in response.results}
+        return self._call("alterUserScramCredentials", attempt)
+
     # -- consumer groups -------------------------------------------------------------
     #
     # Every group call first asks any broker for the group's coordinator, then talks to

@@ -74,6 +74,7 @@ from .znodes import (
     BrokerSequenceIdZNode,
     ClusterIdZNode,
     ConfigEntityChangeNotificationZNode,
+    ConfigEntityName,
     ConfigEntityTypeZNode,
     ConfigEntityZNode,
     ConfigType,
@@ -598,6 +599,44 @@ class KafkaZkClient:
         """Replace an entity's overrides and notify the brokers (AdminZkClient.changeEntityConfig)."""
         await self.set_or_create_entity_configs(entity_type, entity_name, configs)
         await self.create_config_change_notification(f"{entity_type}/{entity_name}")
+
+    @returns_deferred
+    async def get_broker_configs(self, broker_id: int | None) -> dict[str, str]:
+        """Dynamic configs of one broker (/config/brokers/<id>) or, for None, the cluster
+        default (/config/brokers/<default>), as stored."""
+        name = ConfigEntityName.DEFAULT if broker_id is None else str(broker_id)
+        return await self.get_entity_configs(ConfigType.BROKER, name)
+
+    @returns_deferred
+    async def change_broker_config(self, broker_id: int | None, configs: Mapping[str, str]) -> None:
+        """Replace one broker's dynamic configs (None: the cluster default) and notify every
+        broker (AdminZkClient.changeBrokerConfig, after the caller's validation)."""
+        name = ConfigEntityName.DEFAULT if broker_id is None else str(broker_id)
+        await self.change_entity_config(ConfigType.BROKER, name, configs)
+
+    @returns_deferred
+    async def get_config_change_notifications(self) -> list[str]:
+        """Names of the pending config change notifications, oldest first."""
+        children = await self._children(ConfigEntityChangeNotificationZNode.PATH)
+        return sorted((c for c in children if c.startswith(ConfigEntityChangeNotificationZNode.SEQUENCE_PREFIX)),
+                      key=ConfigEntityChangeNotificationZNode.sequence_number)
+
+    @returns_deferred
+    async def get_config_change_notification(self, name: str) -> tuple[str, int] | None:
+        """(entity path, creation time in ms) of one notification; None if it is gone.
+        ZNodeDecodeError for a notification Kafka 2.8 would not read either."""
+        found = await self._get_or_none(f"{ConfigEntityChangeNotificationZNode.PATH}/{name}")
+        if found is None:
+            return None
+        return ConfigEntityChangeNotificationZNode.decode(found[0]), int(found[1].ctime)
+
+    @returns_deferred
+    async def delete_config_change_notification(self, name: str) -> None:
+        """Remove a processed notification (any broker may; a missing one is fine)."""
+        try:
+            await self._req(lambda: self._kazoo.delete_async(f"{ConfigEntityChangeNotificationZNode.PATH}/{name}"))
+        except NoNodeError:
+            pass
 
     @returns_deferred
     async def change_topic_config(self, topic: str, configs: Mapping[str, str]) -> None:

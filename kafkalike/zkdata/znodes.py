@@ -162,6 +162,12 @@ class ConfigType:
     ALL = (TOPIC, CLIENT, USER, BROKER, IP)
 
 
+class ConfigEntityName:
+    """The name of an entity type's default: /config/brokers/<default>, /config/users/<default>, ..."""
+
+    DEFAULT = "<default>"
+
+
 class ConfigEntityTypeZNode:
     @staticmethod
     def path(entity_type: str) -> str:
@@ -213,6 +219,11 @@ class ConfigEntityChangeNotificationZNode:
     def encode(entity_path: str) -> bytes:
         """entity_path is "<type>/<sanitized name>", e.g. "topics/orders"."""
         return encode_json({"version": 2, "entity_path": entity_path})
+
+    @staticmethod
+    def sequence_number(name: str) -> int:
+        """config_change_0000000042 -> 42 (the order brokers process notifications in)."""
+        return int(name[len(ConfigEntityChangeNotificationZNode.SEQUENCE_PREFIX):])
 
     @staticmethod
     def decode(data: bytes) -> str:

@@ -157,7 +157,9 @@ def test_admin_creates_describes_alters_and_deletes_topics(strict_broker, admin,
         ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET)])
     with pytest.raises(KafkaException) as invalid:
         admin.incremental_alter_configs([bad])[bad].result()
-    assert invalid.value.args[0].code() == KafkaError.INVALID_CONFIG
+    # As Kafka 2.8's ZkAdminManager: a bad value is INVALID_REQUEST naming the key.
+    assert invalid.value.args[0].code() == KafkaError.INVALID_REQUEST
+    assert "Invalid value soon for configuration retention.ms" in invalid.value.args[0].str()
 
     admin.create_partitions([NewPartitions(topic_name, 5)])[topic_name].result()
     wait_until(lambda: len(admin.list_topics(topic_name, timeout=10).topics[topic_name].partitions) == 5,
