@@ -71,10 +71,14 @@ def test_local_plan_is_the_loopback_one(tmp_path: Path):
 
 def test_backends_by_name_and_what_they_own():
     assert isinstance(backend_named("netns"), netns.NetnsBackend)
-    with pytest.raises(LabError, match="unknown backend 'docker'"):
-        backend_named("docker")
+    from kafkalike.lab.docker import DockerBackend
+    assert isinstance(backend_named("docker"), DockerBackend)     # created without a daemon: checked later
+    with pytest.raises(LabError, match="unknown backend 'vagrant'"):
+        backend_named("vagrant")
     spec = LabSpec(overrides={"advertised.listeners": "PLAINTEXT://x:1"})
     LocalBackend().validate(spec)                      # the local lab lets you set it
     with pytest.raises(LabError, match="--override advertised.listeners is set by the lab itself"):
         netns.NetnsBackend().validate(spec)
+    with pytest.raises(LabError, match="--override advertised.listeners is set by the lab itself"):
+        DockerBackend().validate(spec)
     assert not LocalBackend().supports_partitions and netns.NetnsBackend().supports_partitions
