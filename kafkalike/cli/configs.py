@@ -24,12 +24,11 @@ import sys
 from typing import Sequence, TextIO
 
 from kafkalike.cli import joptions
-from kafkalike.cli.joptions import Dialect, JavaError, Option, ParsedArgs, UsageError
+from kafkalike.cli.joptions import ILLEGAL_ARGUMENT, Dialect, JavaError, Option, ParsedArgs, UsageError
 from kafkalike.cli.tool_main import run_tool
 from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.properties import load as load_properties
 
-ILLEGAL_ARGUMENT = "java.lang.IllegalArgumentException"
 INVALID_CONFIGURATION = "org.apache.kafka.common.errors.InvalidConfigurationException"
 CONFIG_EXCEPTION = "org.apache.kafka.common.config.ConfigException"
 EXECUTION_EXCEPTION = "java.util.concurrent.ExecutionException"

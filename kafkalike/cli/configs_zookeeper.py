@@ -14,36 +14,25 @@ order Java's Properties hands the keys out. Nothing is written when a check fail
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 from dataclasses import dataclass
 from typing import Mapping, TextIO
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
-from kazoo.handlers.threading import KazooTimeoutError
 
 from kafkalike.cli.configs import (BROKERS, CLIENT_QUOTAS, CLIENTS, CONFIG_EXCEPTION, DEFAULT_SCRAM_ITERATIONS,
                                    ILLEGAL_ARGUMENT, INVALID_CONFIGURATION, IP_QUOTAS, IPS, SCRAM_MECHANISMS,
                                    SCRAM_MIN_ITERATIONS, TOPICS, USERS, _scala_set, _valid_ip_entity,
                                    configs_to_add, configs_to_delete, entity_names, entity_types)
 from kafkalike.cli.joptions import JavaError, ParsedArgs
+from kafkalike.cli.zookeeper_tool import ZK_TIMEOUT_SECONDS, ZooKeeperTool
 from kafkalike.zkdata.broker_registration import BROKER_IDS_PATH
 from kafkalike.zkdata.kafka_json import java_properties_order
 from kafkalike.zkdata.znodes import (ConfigEntityChangeNotificationZNode, ConfigEntityName, ConfigEntityZNode,
                                      ConfigEntityTypeZNode)
 
-ZK_TIMEOUT_SECONDS = 30.0
 DEFAULT = ConfigEntityName.DEFAULT
 KAFKA_ERRORS = "org.apache.kafka.common.errors."
-
-
-def _quiet_logger() -> logging.Logger:
-    logger = logging.getLogger(f"{__name__}.kazoo")
-    if not logger.handlers:
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
-    return logger
 
 
 def _illegal(message: str) -> JavaError:
@@ -113,26 +102,12 @@ def parse_entity(args: ParsedArgs) -> ConfigEntity:
     return ConfigEntity(Entity(types[0], DEFAULT if name == "" else name))
 
 
-class ZookeeperConfigService:
+class ZookeeperConfigService(ZooKeeperTool):
     """ConfigCommand's processCommandWithZk: kazoo, blocking, like the other --zookeeper tools."""
 
     def __init__(self, args: ParsedArgs, out: TextIO, timeout: float = ZK_TIMEOUT_SECONDS) -> None:
+        super().__init__(args.value("zookeeper"), out, timeout)
         self.args = args
-        self.out = out
-        try:
-            self.zk = KazooClient(hosts=args.value("zookeeper"), timeout=timeout, logger=_quiet_logger())
-        except ValueError as error:
-            raise _illegal(str(error)) from None
-        try:
-            self.zk.start(timeout=timeout)
-        except KazooTimeoutError:
-            self.close()
-            raise JavaError("kafka.zookeeper.ZooKeeperClientTimeoutException",
-                            "Timed out waiting for connection while in state: CONNECTING") from None
-
-    def close(self) -> None:
-        self.zk.stop()
-        self.zk.close()
 
     def run(self) -> None:
         if self.args.has("alter"):
@@ -142,28 +117,12 @@ class ZookeeperConfigService:
 
     # ------------------------------------------------------------ znodes
 
-    def _children(self, path: str) -> list[str]:
-        try:
-            return self.zk.get_children(path)
-        except NoNodeError:
-            return []
-
     def fetch(self, entity_type: str, name: str) -> dict[str, str]:
         try:
             data = self.zk.get(ConfigEntityZNode.path(entity_type, name))[0]
         except NoNodeError:
             return {}
         return ConfigEntityZNode.decode(data)
-
-    def _create_recursive(self, path: str, data: bytes | None = None, sequence: bool = False) -> str:
-        try:
-            return self.zk.create(path, data, sequence=sequence)
-        except NoNodeError:
-            try:
-                self._create_recursive(path.rsplit("/", 1)[0])
-            except NodeExistsError:
-                pass
-            return self.zk.create(path, data, sequence=sequence)
 
     def change_entity_config(self, entity_type: str, name: str, configs: Mapping[str, str]) -> None:
         """AdminZkClient.changeEntityConfig: the config znode, then the change notification."""

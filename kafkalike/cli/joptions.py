@@ -50,6 +50,9 @@ def options_table(*options: Option) -> dict[str, Option]:
     return {o.name: o for o in options}
 
 
+ILLEGAL_ARGUMENT = "java.lang.IllegalArgumentException"
+
+
 class JavaError(Exception):
     """A failure a Kafka tool reports as the Java exception it would have thrown: the class,
     the message (None when Java's getMessage() is null) and the cause, if any.

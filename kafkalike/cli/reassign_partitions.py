@@ -47,7 +47,7 @@ from kafkalike.cli.reassign_partitions_plan import (
     TOPIC_THROTTLES,
     YOU_MUST_RUN_VERIFY_PERIODICALLY,
     TerseFailure,
-    ToolError,
+    JavaError,
     calculate_assignment,
     clearing_lines,
     current_assignment_text,
@@ -113,16 +113,16 @@ def stack_trace(error: BaseException) -> str:
     return "\n".join(lines)
 
 
-def _execution(error) -> ToolError:
+def _execution(error) -> JavaError:
     """What a KafkaFuture.get() throws for a failed admin call."""
-    return ToolError(EXECUTION, f"{error.java_class}: {error.message}", error)
+    return JavaError(EXECUTION, f"{error.java_class}: {error.message}", error)
 
 
 # -- the command line ------------------------------------------------------------------------
 
 
 def _tool_option_error(java_class: str, message: str) -> Exception:
-    return ToolError(java_class, message)
+    return JavaError(java_class, message)
 
 
 # ReassignPartitionsCommandOptions extends CommandDefaultOptions: parser.parse is called
@@ -295,7 +295,7 @@ class AdminService:
         metadata = [(b.id, b.rack if rack_aware and b.rack is not None else None) for b in nodes]
         rackless = sum(1 for _, rack in metadata if rack is None)
         if rack_aware and rackless not in (0, len(metadata)):
-            raise ToolError(ADMIN_OPERATION, "Not all brokers have rack information. Add --disable-rack-aware in "
+            raise JavaError(ADMIN_OPERATION, "Not all brokers have rack information. Add --disable-rack-aware in "
                                              "command line to make replica assignment without rack information.")
         proposed = calculate_assignment(current, metadata)
         self.println(generation_text(current, proposed))
@@ -311,7 +311,7 @@ class AdminService:
         known = set(self.node_ids())
         for broker in dict.fromkeys(r for replicas in proposed.values() for r in replicas):
             if broker not in known:
-                raise ToolError(ADMIN_COMMAND_FAILED, f"Unknown broker id {broker}")
+                raise JavaError(ADMIN_COMMAND_FAILED, f"Unknown broker id {broker}")
         topics = list(dict.fromkeys(t for t, _ in proposed))
         current = {tp: r for tp, r in self.assignment_for_topics(topics).items() if tp in proposed}
         self.println(current_assignment_text(proposed, current))
@@ -420,7 +420,7 @@ class AdminService:
             if count < tp[1]:
                 states[tp] = ([], target, True)
             elif tp[1] not in partitions:
-                raise ToolError(INDEX_OUT_OF_BOUNDS, f"Index {tp[1]} out of bounds for length {count}")
+                raise JavaError(INDEX_OUT_OF_BOUNDS, f"Index {tp[1]} out of bounds for length {count}")
             else:
                 states[tp] = (list(partitions[tp[1]].replicas), target, True)
         return states, bool(current)
@@ -491,7 +491,7 @@ def _run_action(service, action: str, opts: ParsedArgs, zookeeper: bool) -> None
     elif action == "list":
         service.list()
     else:
-        raise ToolError(RUNTIME, "Unsupported action.")
+        raise JavaError(RUNTIME, "Unsupported action.")
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -503,7 +503,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     except UsageFailure as usage:
         err.write(f"{usage}\n{format_help()}")
         return 1
-    except (ToolError, Escaped) as error:
+    except (JavaError, Escaped) as error:
         err.write(f'Exception in thread "main" {error.java_class}: {error.message}\n')
         return 1
     if action is None:
@@ -530,7 +530,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         failed = False
     except TerseFailure as terse:
         out.write(f"{terse}\n")
-    except ToolError as error:
+    except JavaError as error:
         out.write(f"Error: {error.message}\n{stack_trace(error)}\n")
     except Exception as error:   # what Java would print for any other Throwable
         message = getattr(error, "message", None) or str(error)

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from kafkalike.cli.joptions import JavaError
 from kafkalike.common.assignment import InvalidReplicationFactor, assign_replicas
 
 ANY_LOG_DIR = "any"
@@ -47,16 +48,6 @@ YOU_MUST_RUN_VERIFY_PERIODICALLY = ("Warning: You must run --verify periodically
 # -- failures, as the tool reports them ---------------------------------------------------
 
 
-class ToolError(Exception):
-    """A Java exception: main prints `Error: <message>` and its stack trace on stdout."""
-
-    def __init__(self, java_class: str, message: str | None = None, cause: BaseException | None = None) -> None:
-        super().__init__(message)
-        self.java_class = java_class
-        self.message = message
-        self.cause = cause
-
-
 class TerseFailure(Exception):
     """TerseReassignmentFailureException: the message alone, on stdout."""
 
@@ -69,8 +60,8 @@ def _node(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _mapping_error(message: str) -> ToolError:
-    return ToolError(JSON_MAPPING, message)
+def _mapping_error(message: str) -> JavaError:
+    return JavaError(JSON_MAPPING, message)
 
 
 def as_object(value: Any) -> dict:
@@ -103,28 +94,28 @@ def to_list(value: Any, element: Callable[[Any], Any]) -> list:
     return [element(v) for v in value]
 
 
-def _jackson_error(text: str, error: json.JSONDecodeError) -> ToolError:
+def _jackson_error(text: str, error: json.JSONDecodeError) -> JavaError:
     """A JsonParseException's text for what the parser stumbled on (close to Jackson's)."""
     source = text if len(text) <= 500 else text[:500] + "[truncated]"
     where = f'\n at [Source: (String)"{source}"; line: {error.lineno}, column: {error.colno}]'
     if error.pos >= len(text):
-        return ToolError(JSON_PARSE, "Unexpected end-of-input" + where)
+        return JavaError(JSON_PARSE, "Unexpected end-of-input" + where)
     char = text[error.pos]
-    return ToolError(JSON_PARSE, f"Unexpected character ('{char}' (code {ord(char)})): expected a valid value "
+    return JavaError(JSON_PARSE, f"Unexpected character ('{char}' (code {ord(char)})): expected a valid value "
                                  "(JSON String, Number, Array, Object or token 'null', 'true' or 'false')" + where)
 
 
 def _parse_json(text: str) -> Any:
     """Kafka's Json.tryParseFull; the Jackson failure as AdminOperationException's cause."""
     if not text:
-        cause = ToolError(JSON_PARSE, "The input string shouldn't be empty\n at [Source: UNKNOWN; line: -1, "
+        cause = JavaError(JSON_PARSE, "The input string shouldn't be empty\n at [Source: UNKNOWN; line: -1, "
                                       "column: -1]")
-        raise ToolError(ADMIN_OPERATION, cause.message, cause)
+        raise JavaError(ADMIN_OPERATION, cause.message, cause)
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
         cause = _jackson_error(text, error)
-        raise ToolError(ADMIN_OPERATION, cause.message, cause) from None
+        raise JavaError(ADMIN_OPERATION, cause.message, cause) from None
 
 
 def _version(obj: dict) -> int:
@@ -137,7 +128,7 @@ def parse_reassignment_json(text: str) -> tuple[list[tuple[tuple[str, int], list
     root = as_object(_parse_json(text))
     version = _version(root)
     if version != 1:
-        raise ToolError(ADMIN_OPERATION, f"Not supported version field value {version}")
+        raise JavaError(ADMIN_OPERATION, f"Not supported version field value {version}")
     parts: list[tuple[tuple[str, int], list[int]]] = []
     log_dirs: dict[tuple, str] = {}
     for p in (to_list(root["partitions"], lambda v: v) if "partitions" in root else []):
@@ -147,7 +138,7 @@ def parse_reassignment_json(text: str) -> tuple[list[tuple[tuple[str, int], list
         replicas = to_list(field_of(fields, "replicas"), to_int)
         dirs = to_list(fields["log_dirs"], to_string) if "log_dirs" in fields else [ANY_LOG_DIR] * len(replicas)
         if len(replicas) != len(dirs):
-            raise ToolError(ADMIN_COMMAND_FAILED,
+            raise JavaError(ADMIN_COMMAND_FAILED,
                             f"Size of replicas list {scala_list(replicas)} is different from size of log dirs list "
                             f"{scala_list(dirs)} for partition {topic}-{partition}")
         parts.append(((topic, partition), replicas))
@@ -176,19 +167,19 @@ def parse_execute_json(text: str) -> tuple[dict[tuple[str, int], list[int]], dic
     """parseExecuteAssignmentArgs: the reassignment file's checks before anything is sent."""
     parts, log_dirs = parse_reassignment_json(text)
     if not parts:
-        raise ToolError(ADMIN_COMMAND_FAILED, "Partition reassignment list cannot be empty")
+        raise JavaError(ADMIN_COMMAND_FAILED, "Partition reassignment list cannot be empty")
     if any(not replicas for _, replicas in parts):
-        raise ToolError(ADMIN_COMMAND_FAILED, "Partition replica list cannot be empty")
+        raise JavaError(ADMIN_COMMAND_FAILED, "Partition replica list cannot be empty")
     duplicated = _duplicates([tp for tp, _ in parts])
     if duplicated:
-        raise ToolError(ADMIN_COMMAND_FAILED, "Partition reassignment contains duplicate topic partitions: "
+        raise JavaError(ADMIN_COMMAND_FAILED, "Partition reassignment contains duplicate topic partitions: "
                         + ",".join(tp_name(tp) for tp in duplicated))
     entries = [(tp, _duplicates(replicas)) for tp, replicas in parts]
     entries = [(tp, dups) for tp, dups in entries if dups]
     if entries:
         text = ". ".join(f"{tp_name(tp)} contains multiple entries for {','.join(map(str, dups))}"
                          for tp, dups in entries)
-        raise ToolError(ADMIN_COMMAND_FAILED, f"Partition replica lists may not contain duplicate entries: {text}")
+        raise JavaError(ADMIN_COMMAND_FAILED, f"Partition replica lists may not contain duplicate entries: {text}")
     return dict(parts), log_dirs
 
 
@@ -199,11 +190,11 @@ def parse_topics_json(text: str) -> list[str]:
     except json.JSONDecodeError:
         value = None
     if value is None and text.strip() != "null":
-        raise ToolError(ADMIN_OPERATION, "The input string is not a valid JSON")
+        raise JavaError(ADMIN_OPERATION, "The input string is not a valid JSON")
     root = as_object(value)
     version = _version(root)
     if version != 1:
-        raise ToolError(ADMIN_OPERATION, f"Not supported version field value {version}")
+        raise JavaError(ADMIN_OPERATION, f"Not supported version field value {version}")
     topics = to_list(root["topics"], lambda v: v) if "topics" in root else []
     return [to_string(field_of(as_object(t), "topic")) for t in topics]
 
@@ -212,7 +203,7 @@ def java_int(text: str) -> int:
     """Integer.parseInt, with its NumberFormatException text."""
     body = text[1:] if text[:1] in "+-" else text
     if not body or not body.isascii() or not body.isdigit() or not -2**31 <= int(text) < 2**31:
-        raise ToolError(NUMBER_FORMAT, f'For input string: "{text}"')
+        raise JavaError(NUMBER_FORMAT, f'For input string: "{text}"')
     return int(text)
 
 
@@ -223,12 +214,12 @@ def parse_generate_args(topics_json: str, broker_list: str) -> tuple[list[int], 
     brokers = [java_int(b) for b in items]
     duplicated = _duplicates(brokers)
     if duplicated:
-        raise ToolError(ADMIN_COMMAND_FAILED,
+        raise JavaError(ADMIN_COMMAND_FAILED,
                         f"Broker list contains duplicate entries: {','.join(map(str, duplicated))}")
     topics = parse_topics_json(topics_json)
     duplicated_topics = _duplicates(topics)
     if duplicated_topics:
-        raise ToolError(ADMIN_COMMAND_FAILED,
+        raise JavaError(ADMIN_COMMAND_FAILED,
                         f"List of topics to reassign contains duplicate entries: {','.join(duplicated_topics)}")
     return brokers, topics
 
@@ -267,7 +258,7 @@ def calculate_assignment(current: Mapping[tuple[str, int], Sequence[int]],
         try:
             placed = assign_replicas(ids, len(parts), replication_factor, racks or None)
         except InvalidReplicationFactor as error:
-            raise ToolError(INVALID_REPLICATION_FACTOR, str(error)) from None
+            raise JavaError(INVALID_REPLICATION_FACTOR, str(error)) from None
         for partition, replicas in placed.items():
             proposed[(topic, partition)] = replicas
     return proposed
@@ -311,7 +302,7 @@ def proposed_move_map(reassignments: Mapping[tuple[str, int], Any],
         elif (topic, partition) in current:
             sources = set(current[(topic, partition)])
         else:
-            raise ToolError(RUNTIME, f"Trying to reassign a topic partition {topic}-{partition} with 0 replicas")
+            raise JavaError(RUNTIME, f"Trying to reassign a topic partition {topic}-{partition} with 0 replicas")
         partition_moves[partition] = PartitionMove(sources, {r for r in replicas if r not in sources})
     return moves
 
@@ -355,7 +346,7 @@ def clearing_lines(brokers: Sequence[int], topics: Sequence[str]) -> tuple[str, 
 
 def log_dirs_refused(log_dirs: Mapping) -> None:
     if log_dirs:
-        raise ToolError(ADMIN_COMMAND_FAILED, "Moving replicas between log directories (log_dirs other than "
+        raise JavaError(ADMIN_COMMAND_FAILED, "Moving replicas between log directories (log_dirs other than "
                                               "\"any\") is not supported by kafkalike")
 
 
@@ -365,6 +356,6 @@ def read_file(path: str) -> str:
         with open(path, encoding="utf-8") as f:
             return f.read()
     except FileNotFoundError:
-        raise ToolError(NO_SUCH_FILE, path) from None
+        raise JavaError(NO_SUCH_FILE, path) from None
     except OSError as error:
-        raise ToolError("java.io.IOException", str(error)) from None
+        raise JavaError("java.io.IOException", str(error)) from None

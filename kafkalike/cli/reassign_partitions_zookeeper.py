@@ -10,11 +10,9 @@ once it is gone, removes the throttles. kazoo is used directly and blocking.
 from __future__ import annotations
 
 import logging
-from typing import Mapping, Sequence, TextIO
+from typing import Mapping, Sequence
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
-from kazoo.handlers.threading import KazooTimeoutError
 
 from kafkalike.cli.reassign_partitions_plan import (
     ADMIN_COMMAND_FAILED,
@@ -28,7 +26,7 @@ from kafkalike.cli.reassign_partitions_plan import (
     TOPIC_THROTTLES,
     YOU_MUST_RUN_VERIFY_PERIODICALLY,
     TerseFailure,
-    ToolError,
+    JavaError,
     calculate_assignment,
     clearing_lines,
     current_assignment_text,
@@ -44,6 +42,7 @@ from kafkalike.cli.reassign_partitions_plan import (
     reassigning_brokers,
     tp_name,
 )
+from kafkalike.cli.zookeeper_tool import ZooKeeperTool
 from kafkalike.zkdata.broker_registration import BROKER_IDS_PATH, BrokerIdZNode
 from kafkalike.zkdata.kafka_json import ZNodeDecodeError
 from kafkalike.zkdata.topic_znodes import TopicPartition, TopicZNode
@@ -54,58 +53,16 @@ from kafkalike.zkdata.znodes import (
     ReassignPartitionsZNode,
 )
 
-ZK_TIMEOUT_SECONDS = 30.0
 log = logging.getLogger("kafka.zk.KafkaZkClient")
 
 
-def _quiet_logger() -> logging.Logger:
-    logger = logging.getLogger(f"{__name__}.kazoo")
-    if not logger.handlers:
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
-    return logger
-
-
-class ZookeeperService:
+class ZookeeperService(ZooKeeperTool):
     """The command's deprecated entry points over ZooKeeper."""
-
-    def __init__(self, connect: str, out: TextIO, timeout: float = ZK_TIMEOUT_SECONDS) -> None:
-        self.out = out
-        try:
-            self.zk = KazooClient(hosts=connect, timeout=timeout, logger=_quiet_logger())
-        except ValueError as error:
-            raise ToolError("java.lang.IllegalArgumentException", str(error)) from None
-        try:
-            self.zk.start(timeout=timeout)
-        except KazooTimeoutError:
-            self.close()
-            raise ToolError("kafka.zookeeper.ZooKeeperClientTimeoutException",
-                            "Timed out waiting for connection while in state: CONNECTING") from None
-
-    def close(self) -> None:
-        self.zk.stop()
-        self.zk.close()
 
     def println(self, text: str = "") -> None:
         self.out.write(text + "\n")
 
     # znodes
-
-    def _get(self, path: str) -> bytes | None:
-        try:
-            return self.zk.get(path)[0]
-        except NoNodeError:
-            return None
-
-    def _create_recursive(self, path: str, data: bytes | None = None, sequence: bool = False) -> str:
-        try:
-            return self.zk.create(path, data, sequence=sequence)
-        except NoNodeError:
-            try:
-                self._create_recursive(path.rsplit("/", 1)[0])
-            except NodeExistsError:
-                pass
-            return self.zk.create(path, data, sequence=sequence)
 
     def broker_ids(self) -> list[int]:
         try:
@@ -157,7 +114,7 @@ class ZookeeperService:
 
     def change_topic_config(self, topic: str, configs: Mapping[str, str]) -> None:
         if self.zk.exists(TopicZNode.path(topic)) is None:
-            raise ToolError("org.apache.kafka.common.errors.UnknownTopicOrPartitionException",
+            raise JavaError("org.apache.kafka.common.errors.UnknownTopicOrPartitionException",
                             f"Topic '{topic}' does not exist.")
         self.change_entity_config(ConfigType.TOPIC, topic, configs)
 
@@ -176,7 +133,7 @@ class ZookeeperService:
             metadata.append((broker, rack))
         racked = sum(1 for _, rack in metadata if rack is not None)
         if rack_aware and racked not in (0, len(metadata)):
-            raise ToolError(ADMIN_OPERATION,
+            raise JavaError(ADMIN_OPERATION,
                             "Not all brokers have rack information for replica rack aware assignment.")
         self.println(generation_text(current, calculate_assignment(current, metadata)))
 
@@ -185,17 +142,17 @@ class ZookeeperService:
     def execute(self, text: str, inter_broker_throttle: int) -> None:
         proposed, log_dirs = parse_execute_json(text)
         if log_dirs:
-            raise ToolError(ADMIN_COMMAND_FAILED, "bootstrap-server needs to be provided when replica "
+            raise JavaError(ADMIN_COMMAND_FAILED, "bootstrap-server needs to be provided when replica "
                                                   "reassignments are present.")
         existing = self.assignment_for_topics([t for t, _ in proposed])
         missing = [tp for tp in proposed if tp not in existing]
         if missing:
-            raise ToolError(ADMIN_COMMAND_FAILED, "The proposed assignment contains non-existent partitions: "
+            raise JavaError(ADMIN_COMMAND_FAILED, "The proposed assignment contains non-existent partitions: "
                             f"List({', '.join(tp_name(tp) for tp in missing)})")
         live = set(self.broker_ids())
         unknown = list(dict.fromkeys(r for replicas in proposed.values() for r in replicas if r not in live))
         if unknown:
-            raise ToolError(ADMIN_COMMAND_FAILED, "The proposed assignment contains non-existent brokerIDs: "
+            raise JavaError(ADMIN_COMMAND_FAILED, "The proposed assignment contains non-existent brokerIDs: "
                             + ",".join(map(str, unknown)))
         if self.reassignment_in_progress():
             raise TerseFailure(CANNOT_EXECUTE_BECAUSE_OF_EXISTING)
@@ -228,7 +185,7 @@ class ZookeeperService:
     def verify(self, text: str, preserve_throttles: bool) -> None:
         targets, log_dirs = parse_reassignment_json(text)
         if log_dirs:
-            raise ToolError(ADMIN_COMMAND_FAILED, "bootstrap-server needs to be provided when replica "
+            raise JavaError(ADMIN_COMMAND_FAILED, "bootstrap-server needs to be provided when replica "
                                                   "reassignments are present.")
         self.println("Warning: because you are using the deprecated --zookeeper option, the results may be "
                      "incomplete.  Use --bootstrap-server instead for more accurate results.")

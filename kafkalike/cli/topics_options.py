@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence, TextIO
 
 from kafkalike.cli import joptions
-from kafkalike.cli.joptions import Dialect, JavaError, Option, ParsedArgs, UsageError
+from kafkalike.cli.joptions import ILLEGAL_ARGUMENT, Dialect, JavaError, Option, ParsedArgs, UsageError
 from kafkalike.common.topics import INTERNAL_TOPICS
 from kafkalike.storage.config import CONFIG_KEYS, KEYS_BY_NAME, LogConfig
 
 # -- Java's exceptions, as the tool reports them ---------------------------------------
 
-ILLEGAL_ARGUMENT = "java.lang.IllegalArgumentException"
 ADMIN_OPERATION = "kafka.admin.AdminOperationException"
 KAFKA_ERRORS = "org.apache.kafka.common.errors."
 CONFIG_EXCEPTION = "org.apache.kafka.common.config.ConfigException"

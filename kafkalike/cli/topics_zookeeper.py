@@ -8,12 +8,9 @@ suits a command-line tool, and parents are created as null znodes, as Kafka does
 """
 from __future__ import annotations
 
-import logging
-from typing import Mapping, TextIO
+from typing import Mapping
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
-from kazoo.handlers.threading import KazooTimeoutError
 
 from kafkalike.cli.joptions import JavaError
 from kafkalike.cli.topics_describe import (
@@ -33,6 +30,7 @@ from kafkalike.cli.topics_options import (
     ensure_topic_exists,
     topic_filter,
 )
+from kafkalike.cli.zookeeper_tool import ZooKeeperTool
 from kafkalike.common.assignment import InvalidPartitions, InvalidReplicationFactor, assign_replicas
 from kafkalike.common.topics import INTERNAL_TOPICS, InvalidTopicName, collides, validate
 from kafkalike.storage.config import LogConfig
@@ -52,62 +50,9 @@ from kafkalike.zkdata.znodes import (
     DeleteTopicsZNode,
 )
 
-ZK_TIMEOUT_SECONDS = 30.0  # TopicCommand's ZooKeeper session and connection timeouts
 
-def _quiet_logger() -> logging.Logger:
-    """kazoo's connection chatter would land on stderr; Kafka's tools log only WARN and up of their own."""
-    logger = logging.getLogger(f"{__name__}.kazoo")
-    if not logger.handlers:
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
-    return logger
-
-
-class ZookeeperTopicService:
+class ZookeeperTopicService(ZooKeeperTool):
     """TopicCommand's ZookeeperTopicService: reads and writes Kafka's znodes directly."""
-
-    def __init__(self, connect: str, out: TextIO, timeout: float = ZK_TIMEOUT_SECONDS) -> None:
-        self.out = out
-        try:
-            self.zk = KazooClient(hosts=connect, timeout=timeout, logger=_quiet_logger())
-        except ValueError as error:
-            raise JavaError(ILLEGAL_ARGUMENT, str(error)) from None
-        try:
-            self.zk.start(timeout=timeout)
-        except KazooTimeoutError:
-            self.close()
-            raise JavaError("kafka.zookeeper.ZooKeeperClientTimeoutException",
-                            "Timed out waiting for connection while in state: CONNECTING") from None
-
-    def close(self) -> None:
-        self.zk.stop()
-        self.zk.close()
-
-    # znode access
-
-    def _get(self, path: str) -> bytes | None:
-        try:
-            return self.zk.get(path)[0]
-        except NoNodeError:
-            return None
-
-    def _children(self, path: str) -> list[str]:
-        try:
-            return self.zk.get_children(path)
-        except NoNodeError:
-            return []
-
-    def _create_recursive(self, path: str, data: bytes | None = None, sequence: bool = False) -> str:
-        """Create path, with null parents where missing (Kafka's createRecursive)."""
-        try:
-            return self.zk.create(path, data, sequence=sequence)
-        except NoNodeError:
-            parent = path.rsplit("/", 1)[0]
-            try:
-                self._create_recursive(parent)
-            except NodeExistsError:
-                pass
-            return self.zk.create(path, data, sequence=sequence)
 
     def all_topics(self) -> list[str]:
         return sorted(self._children("/brokers/topics"))

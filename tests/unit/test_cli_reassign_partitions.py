@@ -12,7 +12,7 @@ from kafkalike.client.admin import PartitionReassignment
 
 
 def error_of(call, *args):
-    with pytest.raises(rpp.ToolError) as caught:
+    with pytest.raises(rpp.JavaError) as caught:
         call(*args)
     return caught.value.java_class, caught.value.message
 
@@ -115,7 +115,7 @@ def test_additional_reassignments_keep_the_moves_in_flight():
     # t-1's sources stay those of the reassignment already running; u-0 is still throttled.
     assert rpp.leader_throttles(moves) == {"t": "1:3,1:4", "u": "0:6"}
     assert rpp.follower_throttles(moves) == {"t": "1:6", "u": "0:7"}
-    with pytest.raises(rpp.ToolError, match="Trying to reassign a topic partition t-9 with 0 replicas"):
+    with pytest.raises(rpp.JavaError, match="Trying to reassign a topic partition t-9 with 0 replicas"):
         rpp.proposed_move_map({}, {("t", 9): [1]}, {})
 
 
