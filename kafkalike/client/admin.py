@@ -871,7 +871,17 @@ class AdminClient:
         controller = self._brokers.get(self._controller_id)
         if controller is None:
             raise _Retry(True)  # no controller elected yet
-        return self._connect(controller.host, controller.port, deadline)
+        try:
+            return self._connect(controller.host, controller.port, deadline)
+        except _Retry:
+            self._forget_controller()
+            raise
+
+    def _forget_controller(self) -> None:
+        """As Java's AdminClient after a failed call to the controller: the next try asks for
+        metadata again, which names the new controller once ZooKeeper has expired the old
+        one's session (not this one again until the call's timeout)."""
+        self._controller_id = -1
 
     def _send_to_controller(self, request, deadline: float):
         return self._send(self._controller_connection(deadline), request)
@@ -883,6 +893,9 @@ class AdminClient:
             raise KafkaAdminError(ErrorCode.UNSUPPORTED_VERSION, str(error)) from None
         except KafkaConnectionError:
             self._connections.pop((connection.host, connection.port), None)
+            controller = self._brokers.get(self._controller_id)
+            if controller is not None and (controller.host, controller.port) == (connection.host, connection.port):
+                self._forget_controller()
             raise _Retry(True) from None
 
     @staticmethod
@@ -894,7 +907,7 @@ class AdminClient:
 
     def _retry_if_controller_moved(self, codes: Iterable[int]) -> None:
         if any(code == ErrorCode.NOT_CONTROLLER for code in codes):
-            self._controller_id = -1
+            self._forget_controller()
             raise _Retry(True)
 
     def _metadata(self, topics: list[str] | None, deadline: float) -> MetadataResponse:

@@ -22,6 +22,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, KafkaConsumer
+from kafka.errors import CommitFailedError, RebalanceInProgressError
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 
 from tests.interop.samples import wait_until
@@ -277,7 +278,10 @@ class ThreadMember:
                         self.consumed.extend((r.partition, r.offset) for r in records)
                     self.owned = {tp.partition for tp in consumer.assignment()}
                     if self.consumed and not self._stop.is_set():
-                        consumer.commit()
+                        try:
+                            consumer.commit()
+                        except (CommitFailedError, RebalanceInProgressError):
+                            pass    # as applications do: poll again (rejoin), commit again
             finally:
                 consumer.close()
         except BaseException as exc:      # surfaced by the test through close()
