@@ -40,7 +40,6 @@ debootstrap from Debian's packages (docker/build-base.sh) and kept by dockerd.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import io
 import ipaddress
@@ -52,7 +51,7 @@ import sys
 import tarfile
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from kafkalike.lab.cluster import BROKER_MAIN, REPO_ROOT, BrokerProcess, BrokerStartError
 from kafkalike.lab.local import (
@@ -61,9 +60,10 @@ from kafkalike.lab.local import (
     LabSpec,
     Progress,
     _config_header,
+    free_subnet,
+    machine_lock,
 )
 from kafkalike.lab.netns import CHAIN, prefix_for
-from kafkalike.lab.observe import ZooKeeperView, wait_for
 from kafkalike.lab.state import LabError, LabState, Node, record_pid
 from kafkalike.lab.zookeeper import (
     FAST_ELECTION_OPTIONS,
@@ -306,27 +306,12 @@ class DockerBackend(Backend):
                            "stop it with: kafkalike-lab.sh down (or docker rm -f)")
         self._remove_everything(prefix, lambda line: None)
 
-    @contextlib.contextmanager
-    def reserving(self) -> Iterator[None]:
-        MACHINE_LOCK.parent.mkdir(parents=True, exist_ok=True)
-        with open(MACHINE_LOCK, "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def reserving(self) -> contextlib.AbstractContextManager[None]:
+        return machine_lock(MACHINE_LOCK)
 
     def plan_network(self, spec: LabSpec, lab_dir: Path) -> dict[str, Any]:
         prefix = prefix_for(lab_dir)
-        subnets = list(SUBNETS.subnets(new_prefix=24))
-        used = _subnets_in_use(self.docker)
-        first = int(prefix[2:], 16) % len(subnets)
-        for step in range(len(subnets)):
-            subnet = subnets[(first + step) % len(subnets)]
-            if subnet not in used:
-                break
-        else:
-            raise LabError(f"every /24 of {SUBNETS} is in use on this machine; take down another docker lab")
+        subnet = free_subnet(SUBNETS, prefix, _subnets_in_use(self.docker), "docker")
         return {"prefix": prefix, "subnet": str(subnet), "gateway": str(subnet[1]), "network": f"{prefix}-net",
                 "image": f"{IMAGE}:latest"}
 
@@ -549,18 +534,7 @@ class DockerLab(Lab):
             broker._pid = node.pid
             state.save()
             brokers.append(broker)
-        for broker in brokers:
-            broker.wait_ready(max(1.0, deadline - time.monotonic()))
-        wanted = {n.broker_id for n in state.brokers}
-
-        def elected() -> tuple[int] | None:
-            controller = zk.controller()
-            return (controller,) if controller is not None and zk.registered() >= wanted else None
-        with ZooKeeperView(state.zookeeper_connect) as zk:
-            [controller] = wait_for(elected, max(1.0, deadline - time.monotonic()),
-                                    "every broker to register and a controller to be elected")
-        progress(f"{len(brokers)} brokers registered, controller broker-{controller}, "
-                 f"after {time.monotonic() - began:.1f}s")
+        self._wait_for_brokers(state, brokers, began, deadline, progress)
 
     # -- faults ------------------------------------------------------------------------
 

@@ -23,6 +23,8 @@ with its own address, and can cut nodes off from each other (`partition`/`heal`)
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import ipaddress
 import os
 import shutil
 import signal
@@ -158,6 +160,30 @@ def _session_timeout_s(node: Node) -> float:
         return int(props.get("zookeeper.session.timeout.ms", "18000")) / 1000.0
     except (OSError, ValueError):
         return 18.0
+
+
+@contextlib.contextmanager
+def machine_lock(path: Path) -> Iterator[None]:
+    """An exclusive flock on `path`, shared by every lab of one backend on this machine."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def free_subnet(pool: ipaddress.IPv4Network, prefix: str, used: set, backend: str) -> ipaddress.IPv4Network:
+    """A /24 of `pool` not in `used`, starting where the lab's prefix points, so that a lab
+    tends to get the same subnet each time."""
+    subnets = list(pool.subnets(new_prefix=24))
+    first = int(prefix[2:], 16) % len(subnets)
+    for step in range(len(subnets)):
+        subnet = subnets[(first + step) % len(subnets)]
+        if subnet not in used:
+            return subnet
+    raise LabError(f"every /24 of {pool} is in use on this machine; take down another {backend} lab")
 
 
 class Backend:
@@ -459,6 +485,12 @@ class Lab:
             node.pid = broker.pid
             state.save()
             brokers.append(broker)
+        self._wait_for_brokers(state, brokers, began, deadline, progress)
+
+    @staticmethod
+    def _wait_for_brokers(state: LabState, brokers: list[BrokerProcess], began: float, deadline: float,
+                          progress: Progress) -> None:
+        """Every broker serving and registered, and a controller elected (any backend)."""
         for broker in brokers:
             broker.wait_ready(max(1.0, deadline - time.monotonic()))
         wanted = {n.broker_id for n in state.brokers}

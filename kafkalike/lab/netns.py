@@ -30,7 +30,6 @@ Everything here needs root.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import ipaddress
 import os
@@ -40,9 +39,9 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from kafkalike.lab.local import Backend, LabSpec, Progress
+from kafkalike.lab.local import Backend, LabSpec, Progress, free_subnet, machine_lock
 from kafkalike.lab.processes import send_signal, wait_gone
 from kafkalike.lab.state import LabError, LabState, Node
 
@@ -144,30 +143,14 @@ class NetnsBackend(Backend):
         if link_exists(f"{prefix}-up"):
             ip("link", "del", f"{prefix}-up", check=False)
 
-    @contextlib.contextmanager
-    def reserving(self) -> Iterator[None]:
-        MACHINE_LOCK.parent.mkdir(parents=True, exist_ok=True)
-        with open(MACHINE_LOCK, "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def reserving(self) -> contextlib.AbstractContextManager[None]:
+        return machine_lock(MACHINE_LOCK)
 
     # -- the plan ----------------------------------------------------------------------
 
     def plan_network(self, spec: LabSpec, lab_dir: Path) -> dict[str, Any]:
         prefix = prefix_for(lab_dir)
-        subnets = list(SUBNETS.subnets(new_prefix=24))
-        used = subnets_in_use()
-        # Start where the prefix points, so that a lab tends to get the same subnet each time.
-        first = int(prefix[2:], 16) % len(subnets)
-        for step in range(len(subnets)):
-            subnet = subnets[(first + step) % len(subnets)]
-            if subnet not in used:
-                break
-        else:
-            raise LabError(f"every /24 of {SUBNETS} is in use on this machine; take down another netns lab")
+        subnet = free_subnet(SUBNETS, prefix, subnets_in_use(), "netns")
         return {
             "prefix": prefix,
             "subnet": str(subnet),
