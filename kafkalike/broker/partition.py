@@ -102,7 +102,8 @@ class Partition:
         if epoch > self.leader_epoch:
             raise KafkaProtocolError(ErrorCode.UNKNOWN_LEADER_EPOCH)
 
-    def append_as_leader(self, records, required_acks: int, min_insync: int, now_ms: int):
+    def append_as_leader(self, records, required_acks: int, min_insync: int, now_ms: int, origin=None):
+        """origin: the storage AppendOrigin; None is a client's produce (coordinators pass theirs)."""
         if not self.is_leader:
             raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if required_acks == -1 and len(self.isr) < min_insync:
@@ -110,7 +111,7 @@ class Partition:
                 ErrorCode.NOT_ENOUGH_REPLICAS,
                 f"The size of the current ISR {self.isr} is insufficient to satisfy the "
                 f"min.isr requirement of {min_insync} for partition {self.topic}-{self.index}")
-        info = self.log.append(records, leader_epoch=self.leader_epoch, now_ms=now_ms)
+        info = self.log.append(records, leader_epoch=self.leader_epoch, now_ms=now_ms, origin=origin)
         self.maybe_increment_high_watermark()
         return info
 

@@ -215,13 +215,13 @@ class ReplicaManager:
     # -- produce ------------------------------------------------------------------------
 
     def append_records(self, entries: dict[TopicPartition, object], acks: int, timeout_ms: int,
-                       known_topic) -> defer.Deferred | dict[TopicPartition, ProduceResult]:
+                       known_topic, origin=None) -> defer.Deferred | dict[TopicPartition, ProduceResult]:
         now = self.time_ms()
         results: dict[TopicPartition, ProduceResult] = {}
         for tp, records in entries.items():
             try:
                 part = self.leader_partition(tp, known_topic)
-                info = part.append_as_leader(records, acks, self.min_insync(tp[0]), now)
+                info = part.append_as_leader(records, acks, self.min_insync(tp[0]), now, origin=origin)
                 results[tp] = ProduceResult(ErrorCode.NONE, info.first_offset,
                                             info.log_append_time, part.log.log_start_offset,
                                             info.last_offset)

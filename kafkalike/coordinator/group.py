@@ -144,6 +144,9 @@ class GroupMetadata:
         self.supported_protocols: Counter[str] = Counter()
         self.offsets: dict[TopicPartition, CommitRecord] = {}
         self.pending_offset_commits: dict[TopicPartition, OffsetAndMetadata] = {}
+        # TxnOffsetCommit: producer id -> offsets its open transaction wrote (log offset
+        # None until the append is acknowledged); visible only once its marker commits them.
+        self.pending_txn_offset_commits: dict[int, dict[TopicPartition, CommitRecord]] = {}
         self.subscribed_topics: set[str] | None = None
         self.new_member_added = False
         # Coordinator-owned timers: the running rebalance delay and pending members' expiries.
@@ -357,8 +360,11 @@ class GroupMetadata:
 
     # -- offsets ------------------------------------------------------------------------
 
-    def initialize_offsets(self, offsets: dict[TopicPartition, CommitRecord]) -> None:
+    def initialize_offsets(self, offsets: dict[TopicPartition, CommitRecord],
+                           pending_txn: dict[int, dict[TopicPartition, CommitRecord]] | None = None) -> None:
         self.offsets.update(offsets)
+        for producer_id, pending in (pending_txn or {}).items():
+            self.pending_txn_offset_commits.setdefault(producer_id, {}).update(pending)
 
     def prepare_offset_commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
         self.pending_offset_commits.update(offsets)
@@ -376,12 +382,53 @@ class GroupMetadata:
             del self.pending_offset_commits[tp]
 
     def has_pending_offset_commit(self, tp: TopicPartition) -> bool:
-        return tp in self.pending_offset_commits
+        return tp in self.pending_offset_commits or any(
+            tp in offsets for offsets in self.pending_txn_offset_commits.values())
+
+    # -- transactional offsets (KIP-98) ------------------------------------------------------
+
+    def prepare_txn_offset_commit(self, producer_id: int, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+        pending = self.pending_txn_offset_commits.setdefault(producer_id, {})
+        for tp, o in offsets.items():
+            pending[tp] = CommitRecord(o, None)
+
+    def on_txn_offset_commit_append(self, producer_id: int, tp: TopicPartition, record: CommitRecord) -> None:
+        """The write landed: remember where, so a later plain commit outranks it on completion."""
+        pending = self.pending_txn_offset_commits.get(producer_id)
+        if pending is not None and tp in pending and pending[tp].log_offset is None \
+                and pending[tp].offset == record.offset:
+            pending[tp] = record
+
+    def fail_pending_txn_offset_commit(self, producer_id: int, tp: TopicPartition,
+                                       offset: OffsetAndMetadata) -> None:
+        pending = self.pending_txn_offset_commits.get(producer_id)
+        if pending is not None and tp in pending and pending[tp].offset == offset:
+            del pending[tp]
+            if not pending:
+                del self.pending_txn_offset_commits[producer_id]
+
+    def has_pending_txn_offsets_from(self, producer_id: int) -> bool:
+        return producer_id in self.pending_txn_offset_commits
+
+    def complete_pending_txn_offset_commit(self, producer_id: int, committed: bool) -> None:
+        """The transaction's marker is written: its acknowledged offsets become the group's
+        (unless a newer commit is already there), or are dropped on abort."""
+        pending = self.pending_txn_offset_commits.pop(producer_id, None)
+        if not pending or not committed:
+            return
+        for tp, record in pending.items():
+            if record.log_offset is None:
+                continue    # never acknowledged: not in the log, so not part of the transaction
+            current = self.offsets.get(tp)
+            if current is None or current.log_offset is None or current.log_offset < record.log_offset:
+                self.offsets[tp] = record
 
     def remove_offsets(self, tps) -> dict[TopicPartition, OffsetAndMetadata]:
         removed = {}
         for tp in list(tps):
             self.pending_offset_commits.pop(tp, None)
+            for pending in self.pending_txn_offset_commits.values():
+                pending.pop(tp, None)
             record = self.offsets.pop(tp, None)
             if record is not None:
                 removed[tp] = record.offset
@@ -428,7 +475,7 @@ class GroupMetadata:
         return {tp: r.offset for tp, r in self.offsets.items()}
 
     def has_offsets(self) -> bool:
-        return bool(self.offsets) or bool(self.pending_offset_commits)
+        return bool(self.offsets) or bool(self.pending_offset_commits) or bool(self.pending_txn_offset_commits)
 
 
 def load_group(group_id: str, record, now_ms: Callable[[], int]) -> GroupMetadata:

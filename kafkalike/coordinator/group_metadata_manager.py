@@ -21,6 +21,7 @@ from kafkalike.coordinator.records import (GroupRecord, MemberRecord, OffsetAndM
 from kafkalike.coordinator.results import INVALID_OFFSET, FetchedOffset
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.records import encode_batch
+from kafkalike.storage.validation import AppendOrigin
 from kafkalike.zkdata.kafka_json import java_string_hash
 
 log = logging.getLogger("kafka.coordinator.group.GroupMetadataManager")
@@ -67,6 +68,8 @@ class GroupMetadataManager:
         self.reactor = reactor
         self.now_ms = now_ms
         self.groups: dict[str, GroupMetadata] = {}
+        # producer id -> groups holding its uncompleted transactional offsets
+        self.open_groups_for_producer: dict[int, set[str]] = {}
         self.owned_partitions: set[int] = set()
         self.loads: dict[int, PartitionLoad] = {}
         self.epochs: dict[int, int] = {}
@@ -115,13 +118,22 @@ class GroupMetadataManager:
         return part if part is not None and part.is_leader else None
 
     def _append(self, partition: int, records: list[tuple[bytes, bytes | None]], acks: int,
-                callback: Callable[[ErrorCode, int], None] | None) -> None:
-        """Append one batch; callback(error, base offset) once it is as durable as `acks` asks."""
+                callback: Callable[[ErrorCode, int], None] | None,
+                producer: tuple[int, int] | None = None) -> None:
+        """Append one batch; callback(error, base offset) once it is as durable as `acks` asks.
+        `producer` (id, epoch) makes it a transactional batch of that producer's transaction."""
         tp = (OFFSETS_TOPIC, partition)
-        batch = encode_batch(records, compression=self.config.offsets_topic_compression,
-                             base_timestamp=self.now_ms())
+        if producer is None:
+            batch = encode_batch(records, compression=self.config.offsets_topic_compression,
+                                 base_timestamp=self.now_ms())
+        else:
+            # Kafka writes these with sequence 0 and appends them as the coordinator, so
+            # the producer-state checks meant for clients do not apply.
+            batch = encode_batch(records, compression=self.config.offsets_topic_compression,
+                                 base_timestamp=self.now_ms(), producer_id=producer[0],
+                                 producer_epoch=producer[1], base_sequence=0, is_transactional=True)
         result = self.replica_manager.append_records({tp: batch}, acks, self.config.commit_timeout_ms,
-                                                     lambda topic: True)
+                                                     lambda topic: True, origin=AppendOrigin.COORDINATOR)
 
         def done(results) -> None:
             r = results[tp]
@@ -198,6 +210,59 @@ class GroupMetadataManager:
                           group.group_id, error.name)
             answer(_OFFSET_WRITE_ERRORS.get(error, error))
         self._append(partition, records, self.config.commit_required_acks, stored)
+
+    def store_txn_offsets(self, group: GroupMetadata, producer_id: int, producer_epoch: int,
+                          offsets: dict[TopicPartition, OffsetAndMetadata],
+                          callback: Callable[[dict[TopicPartition, ErrorCode]], None]) -> None:
+        """TxnOffsetCommit: a transactional batch of the producer; the offsets stay pending
+        in the group until complete_transaction() hears of the transaction's marker."""
+        accepted = {tp: o for tp, o in offsets.items() if self.valid_metadata(o.metadata)}
+
+        def answer(error: ErrorCode) -> None:
+            callback({tp: error if tp in accepted else ErrorCode.OFFSET_METADATA_TOO_LARGE for tp in offsets})
+
+        if not accepted:
+            answer(ErrorCode.OFFSET_METADATA_TOO_LARGE)
+            return
+        partition = self.partition_for(group.group_id)
+        if self._leader_partition(partition) is None:
+            answer(ErrorCode.NOT_COORDINATOR)
+            return
+        records = [(offset_key(group.group_id, tp[0], tp[1]), offset_value(o)) for tp, o in accepted.items()]
+        self.open_groups_for_producer.setdefault(producer_id, set()).add(group.group_id)
+        group.prepare_txn_offset_commit(producer_id, accepted)
+
+        def stored(error: ErrorCode, base_offset: int) -> None:
+            if not group.is_(DEAD):
+                for tp, o in accepted.items():
+                    if error == ErrorCode.NONE:
+                        group.on_txn_offset_commit_append(producer_id, tp, CommitRecord(o, base_offset))
+                    else:
+                        group.fail_pending_txn_offset_commit(producer_id, tp, o)
+            if error != ErrorCode.NONE:
+                log.debug("Transactional offset commit for group %s failed when appending to log due to %s",
+                          group.group_id, error.name)
+            answer(_OFFSET_WRITE_ERRORS.get(error, error))
+        self._append(partition, records, self.config.commit_required_acks, stored,
+                     producer=(producer_id, producer_epoch))
+
+    def complete_transaction(self, producer_id: int, partitions: set[int], committed: bool) -> None:
+        """Kafka's handleTxnCompletion: a marker of the producer landed on these partitions."""
+        open_groups = self.open_groups_for_producer.get(producer_id)
+        if not open_groups:
+            return
+        for group_id in list(open_groups):
+            if self.partition_for(group_id) not in partitions:
+                continue
+            open_groups.discard(group_id)
+            group = self.groups.get(group_id)
+            if group is None or group.is_(DEAD) or not group.has_pending_txn_offsets_from(producer_id):
+                continue
+            group.complete_pending_txn_offset_commit(producer_id, committed)
+            log.debug("%s transactional offsets of producer %d in group %s",
+                      "Committed" if committed else "Aborted", producer_id, group_id)
+        if not open_groups:
+            del self.open_groups_for_producer[producer_id]
 
     def get_offsets(self, group_id: str, require_stable: bool,
                     partitions: list[TopicPartition] | None) -> dict[TopicPartition, FetchedOffset]:
@@ -295,14 +360,17 @@ class GroupMetadataManager:
         result = load.result
         for group_id, record in result.groups.items():
             group = load_group(group_id, record, self.now_ms)
-            group.initialize_offsets(result.offsets.get(group_id, {}))
+            group.initialize_offsets(result.offsets.get(group_id, {}), result.pending_for(group_id))
             self._put_loaded(group, on_group_loaded)
-        for group_id, offsets in result.offsets.items():
+        pending_groups = {g for groups in result.pending_txn.values() for g in groups}
+        for group_id in sorted(set(result.offsets) | pending_groups):
             if group_id not in result.groups:
                 # Offsets without group metadata: a group that only stores offsets here.
                 group = GroupMetadata(group_id, EMPTY, self.now_ms)
-                group.initialize_offsets(offsets)
+                group.initialize_offsets(result.offsets.get(group_id, {}), result.pending_for(group_id))
                 self._put_loaded(group, on_group_loaded)
+        for producer_id, groups in result.pending_txn.items():
+            self.open_groups_for_producer.setdefault(producer_id, set()).update(groups)
 
     def _put_loaded(self, group: GroupMetadata, on_group_loaded) -> None:
         current = self.add_group(group)

@@ -15,7 +15,7 @@ from typing import Callable
 from kafkalike.coordinator.group import CommitRecord
 from kafkalike.coordinator.records import (GroupKey, GroupRecord, OffsetKey, UnknownRecordKey,
                                            decode_group_value, decode_key, decode_offset_value)
-from kafkalike.records import decode_batches
+from kafkalike.records import ControlRecordType, InvalidRecordError, decode_batches, parse_end_txn_marker
 
 log = logging.getLogger("kafka.coordinator.group.GroupMetadataManager")
 
@@ -29,7 +29,35 @@ class LoadedPartition:
 
     groups: dict[str, GroupRecord] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, CommitRecord]] = field(default_factory=dict)
+    # producer id -> group -> offsets of a transaction whose marker is not in the log (yet)
+    pending_txn: dict[int, dict[str, dict[TopicPartition, CommitRecord]]] = field(default_factory=dict)
     records: int = 0
+
+    def apply_txn(self, producer_id: int, key, value, batch_offset: int) -> None:
+        """A TxnOffsetCommit record: held back until its transaction's marker."""
+        self.records += 1
+        if isinstance(key, OffsetKey):
+            offset = decode_offset_value(value)
+            group = self.pending_txn.setdefault(producer_id, {}).setdefault(key.group, {})
+            if offset is None:
+                group.pop((key.topic, key.partition), None)
+            else:
+                group[(key.topic, key.partition)] = CommitRecord(offset, batch_offset)
+
+    def apply_marker(self, producer_id: int, committed: bool) -> None:
+        """A commit makes the transaction's offsets the groups' unless newer ones are there."""
+        pending = self.pending_txn.pop(producer_id, {})
+        if not committed:
+            return
+        for group_id, offsets in pending.items():
+            loaded = self.offsets.setdefault(group_id, {})
+            for tp, record in offsets.items():
+                current = loaded.get(tp)
+                if current is None or current.log_offset is None or current.log_offset < record.log_offset:
+                    loaded[tp] = record
+
+    def pending_for(self, group_id: str) -> dict[int, dict[TopicPartition, CommitRecord]]:
+        return {pid: groups[group_id] for pid, groups in self.pending_txn.items() if groups.get(group_id)}
 
     def apply(self, key, value, batch_offset: int) -> None:
         self.records += 1
@@ -110,9 +138,14 @@ class PartitionLoad:
         for batch in decode_batches(data):
             if batch.next_offset <= self.position:
                 continue
-            # Transactional offset commits need the transaction coordinator's markers;
-            # this broker has none yet, so such batches (and markers) are skipped.
-            if not batch.is_control and not batch.is_transactional:
+            if batch.is_control:
+                for record in batch.records():
+                    try:
+                        marker = parse_end_txn_marker(record)
+                    except InvalidRecordError:
+                        continue
+                    self.result.apply_marker(batch.producer_id, marker.control_type == ControlRecordType.COMMIT)
+            else:
                 for record in batch.records():
                     if record.key is None:
                         raise ValueError("Group metadata/offset entry key should not be null")
@@ -122,6 +155,9 @@ class PartitionLoad:
                         log.warning("Skipping record at offset %d of __consumer_offsets-%d: %s",
                                     record.offset, self.partition, exc)
                         continue
-                    self.result.apply(key, record.value, batch.base_offset)
+                    if batch.is_transactional:
+                        self.result.apply_txn(batch.producer_id, key, record.value, batch.base_offset)
+                    else:
+                        self.result.apply(key, record.value, batch.base_offset)
             self.position = batch.next_offset
         return self.position < end

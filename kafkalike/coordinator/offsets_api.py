@@ -67,6 +67,46 @@ class OffsetsApi(Deliveries):
         else:
             fail(ErrorCode.UNKNOWN_MEMBER_ID)
 
+    # -- TxnOffsetCommit ----------------------------------------------------------------
+
+    @entry
+    def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
+                           group_instance_id: str | None, generation_id: int,
+                           offsets: dict[TopicPartition, OffsetAndMetadata]) -> defer.Deferred:
+        """Deferred[dict[tp, ErrorCode]]: offsets written as part of the producer's
+        transaction, visible once its commit marker lands (complete_transaction)."""
+        d = defer.Deferred()
+        respond = self._responder(d)
+        error = self.validate_group_status(group_id, "txn_offset_commit")
+        if error is not None:
+            respond({tp: error for tp in offsets})
+            return d
+        group = self.manager.get_group(group_id)
+        if group is None:
+            group = self.manager.add_group(GroupMetadata(group_id, EMPTY, self.now_ms))
+
+        def fail(code: ErrorCode) -> None:
+            respond({tp: code for tp in offsets})
+
+        # Kafka 2.8's doTxnCommitOffsets: v3 clients send their member and generation (KIP-447)
+        if group.is_(DEAD):
+            fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        elif group.is_static_member_fenced(member_id, group_instance_id):
+            fail(ErrorCode.FENCED_INSTANCE_ID)
+        elif member_id != "" and not group.has(member_id):
+            fail(ErrorCode.UNKNOWN_MEMBER_ID)
+        elif generation_id >= 0 and generation_id != group.generation_id:
+            fail(ErrorCode.ILLEGAL_GENERATION)
+        else:
+            self.manager.store_txn_offsets(group, producer_id, producer_epoch, offsets, self._guarded(respond))
+        return d
+
+    @entry
+    def complete_transaction(self, producer_id: int, partitions: set[int], committed: bool) -> None:
+        """A transaction marker of `producer_id` landed on these __consumer_offsets partitions:
+        the transaction's offsets in their groups become visible (commit) or are dropped (abort)."""
+        self.manager.complete_transaction(producer_id, set(partitions), committed)
+
     # -- OffsetFetch --------------------------------------------------------------------
 
     @entry
