@@ -22,7 +22,9 @@ done
 
 class="$1"
 shift
+module=""
 case "$class" in
+    kafka.tools.GetOffsetShell) module=kafkalike.cli.get_offset_shell ;;
     kafka.Kafka) script=kafka-server-start.sh ;;
     kafka.admin.TopicCommand) script=kafka-topics.sh ;;
     kafka.admin.ConsumerGroupCommand) script=kafka-consumer-groups.sh ;;
@@ -47,7 +49,13 @@ case "$class" in
     *) script="" ;;
 esac
 
-if [ -z "$script" ] || [ ! -x "$base_dir/bin/$script" ]; then
+if [ -n "$module" ]; then       # a class Kafka 2.8 ships no script for: its module, run directly
+    export PYTHONPATH="${base_dir}${PYTHONPATH:+:${PYTHONPATH}}"
+    set -- -m "$module" "$@"
+    script_path="${PYTHON:-python3}"
+elif [ -n "$script" ] && [ -x "$base_dir/bin/$script" ]; then
+    script_path="$base_dir/bin/$script"
+else
     echo "Error: Could not find or load main class $class" >&2
     echo "Caused by: java.lang.ClassNotFoundException: $class" >&2
     exit 1
@@ -56,7 +64,7 @@ fi
 if [ "$daemon_mode" = true ]; then
     log_dir="${LOG_DIR:-$base_dir/logs}"
     mkdir -p "$log_dir"
-    nohup "$base_dir/bin/$script" "$@" > "$log_dir/${daemon_name:-${class##*.}}.out" 2>&1 < /dev/null &
+    nohup "$script_path" "$@" > "$log_dir/${daemon_name:-${class##*.}}.out" 2>&1 < /dev/null &
     exit 0
 fi
-exec "$base_dir/bin/$script" "$@"
+exec "$script_path" "$@"

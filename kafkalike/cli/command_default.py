@@ -35,10 +35,23 @@ def parse(options: Mapping[str, Option], argv: Sequence[str], help_message: str,
         raise UsageError(help_message)
     if opts.has("version"):
         raise VersionRequested()
+    check_required(opts, required)
+    return opts
+
+
+def parse_plain(options: Mapping[str, Option], argv: Sequence[str], required: Sequence[str] = ()) -> ParsedArgs:
+    """The same for a tool on a bare OptionParser(false), without --help and --version
+    (GetOffsetShell): parser.parse, then checkRequiredArgs."""
+    opts = joptions.parse_args(options, argv, DIALECT)
+    check_required(opts, required)
+    return opts
+
+
+def check_required(opts: ParsedArgs, required: Sequence[str]) -> None:
+    """CommandLineUtils.checkRequiredArgs: the first missing option is the usage error."""
     for name in required:
         if not opts.has(name):
             raise UsageError(f'Missing required argument "[{name}]"')
-    return opts
 
 
 def run_main(options: Mapping[str, Option], body: Callable[[], int], out: TextIO, err: TextIO) -> int:
@@ -60,4 +73,4 @@ def run_main(options: Mapping[str, Option], body: Callable[[], int], out: TextIO
         out.flush()
 
 
-__all__ = ["DIALECT", "VersionRequested", "parse", "run_main", "with_defaults"]
+__all__ = ["DIALECT", "VersionRequested", "check_required", "parse", "parse_plain", "run_main", "with_defaults"]

@@ -24,7 +24,8 @@ from kafkalike.properties import load as load_properties
 from kafkalike.client.errors import KafkaError, java_view
 from kafkalike.client.producer import KafkaProducer, ProducerRecord
 from kafkalike.cli import joptions
-from kafkalike.cli.joptions import KAFKA_COMMIT_ID, KAFKA_VERSION, JavaError, Option, ParsedArgs, UsageError, parse_key_values
+from kafkalike.cli.joptions import (KAFKA_COMMIT_ID, KAFKA_VERSION, JavaError, Option, ParsedArgs, UsageError,
+                                    parse_key_values, valid_host_ports)
 from kafkalike.cli.tool_main import run_tool
 
 DEFAULT_READER = "kafka.tools.ConsoleProducer$LineMessageReader"
@@ -110,16 +111,6 @@ def parse_args(argv: Sequence[str]) -> ParsedArgs:
 
 def format_help() -> str:
     return joptions.format_help(OPTIONS)
-
-
-def _valid_host_ports(text: str | None) -> bool:
-    if not text:
-        return False
-    for entry in text.split(","):
-        host, sep, port = entry.strip().rpartition(":")
-        if not sep or not port.isdigit():
-            return False
-    return True
 
 
 # -- the line reader ----------------------------------------------------------------------------
@@ -279,7 +270,7 @@ def run(argv: Sequence[str], stdin: BinaryIO, out: TextIO, err: TextIO, interact
         if not args.has("topic"):
             raise UsageError('Missing required argument "[topic]"')
         servers = args.value("bootstrap-server") if args.has("bootstrap-server") else args.value("broker-list")
-        if not _valid_host_ports(servers):
+        if not valid_host_ports(servers):
             raise UsageError("Please provide valid host:port like host1:9091,host2:9092\n ")
     except UsageError as error:
         err.write(f"{error}\n{format_help()}")

@@ -286,6 +286,17 @@ def format_help(options: Mapping[str, Option], dialect: Dialect = CONSOLE) -> st
     return "".join(f"{a.ljust(width)}  {b}".rstrip() + "\n" for a, b in rows)
 
 
+def valid_host_ports(text: str | None) -> bool:
+    """ToolsUtils.validatePortOrDie's test: every comma-separated entry ends in :port."""
+    if not text:
+        return False
+    for entry in text.split(","):
+        host, sep, port = entry.strip().rpartition(":")
+        if not sep or not port.isdigit():
+            return False
+    return True
+
+
 def parse_key_values(items: Sequence[str]) -> dict[str, str]:
     """CommandLineUtils.parseKeyValueArgs: split on the first '='; a missing value is ''."""
     out: dict[str, str] = {}

@@ -369,6 +369,24 @@ class KafkaConsumer:
             self._net.poll_until(lambda: topic in self._metadata.cluster.topics, timeout)
         return self._metadata.cluster.partitions_for_topic(topic)
 
+    @_locked
+    def list_topics(self, timeout: float | None = None) -> dict[str, list[PartitionInfo]]:
+        """Every topic of the cluster, internal ones included, with its partitions (Java's
+        listTopics): one Metadata request for all topics, which never creates a topic, where
+        partitions_for_topic would ask for the one topic and may have it auto-created."""
+        self._ensure_open()
+        timeout = self._default_timeout if timeout is None else timeout
+        asked_all = self._net.all_topics
+        self._net.all_topics = True
+        try:
+            version = self._metadata.request_update()
+            if not self._net.poll_until(lambda: self._metadata.version > version, timeout):
+                raise KafkaTimeoutError("Timeout expired while fetching topic metadata")
+        finally:
+            self._net.all_topics = asked_all
+        cluster = self._metadata.cluster
+        return {topic: cluster.partitions_for_topic(topic) for topic in sorted(cluster.topics)}
+
     # -- offsets in the group ---------------------------------------------------------------
 
     @_locked
