@@ -15,6 +15,7 @@ from kafkalike.protocol.messages.list_offsets import ListOffsetsRequest
 from kafkalike.protocol.messages.metadata import MetadataRequest
 from kafkalike.protocol.messages.produce import ProduceRequest
 from kafkalike.records.batch import encode_batch, iter_records
+from kafkalike.records.compression import ZSTD
 
 pytestmark = pytest.mark.integration
 
@@ -74,6 +75,15 @@ def test_bad_crc_is_corrupt_message_and_nothing_is_stored(conn):
     batch[-1] ^= 0xFF
     assert produce(conn, "sem-crc", batch).error_code == ErrorCode.CORRUPT_MESSAGE
     assert list_offset(conn, "sem-crc", -1)[1] == 0
+
+
+def test_zstd_needs_produce_v7(conn):
+    """A zstd batch on Produce v3-6 is refused and not stored (KIP-110); v7 takes it."""
+    create(conn, "sem-zstd")
+    batch = encode_batch([(b"k", b"zstd value" * 10)], compression=ZSTD)
+    assert produce(conn, "sem-zstd", batch, version=6).error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+    assert list_offset(conn, "sem-zstd", -1)[1] == 0
+    assert (produce(conn, "sem-zstd", batch, version=7).error_code, list_offset(conn, "sem-zstd", -1)[1]) == (0, 1)
 
 
 def test_batch_over_max_message_bytes_is_message_too_large(conn):

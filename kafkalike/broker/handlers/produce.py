@@ -22,7 +22,8 @@ from kafkalike.common.versions import record_version as _record_version
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.produce import ProduceRequest, ProduceResponse
 from kafkalike.records.convert import needs_recompression, recompress, target_codec
-from kafkalike.records.header import InvalidRecordError
+from kafkalike.records.compression import ZSTD
+from kafkalike.records.header import ATTRIBUTES, CODEC_MASK, MAGIC, InvalidRecordError
 from kafkalike.records.message_format import (
     ConversionError, ProduceRules, from_producer, needs_conversion,
 )
@@ -49,9 +50,13 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest):
                 early[tp] = ErrorCode.INVALID_TOPIC_EXCEPTION
             elif p.records is None or (len(p.records) == 0 and ctx.version >= 3):
                 early[tp] = ErrorCode.CORRUPT_MESSAGE
-            elif ctx.version >= 3 and (len(p.records) < 17 or p.records[16] != 2):
+            elif ctx.version >= 3 and (len(p.records) < 17 or p.records[MAGIC] != 2):
                 # Produce v3+ must carry record batch v2 (magic 2), as Kafka requires.
                 early[tp] = ErrorCode.INVALID_RECORD
+            elif 3 <= ctx.version < 7 and _zstd_batch(p.records):
+                # ZStandard came with Produce v7 (KIP-110): v3-6 asking for it are refused as
+                # ProduceRequest.validateRecords refuses them (it does not look at v0-2).
+                early[tp] = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
             else:
                 try:
                     entries[tp] = _as_topic_stores_it(ctx, topic.name, p.records)
@@ -71,6 +76,11 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest):
     if isinstance(result, defer.Deferred):
         return result.addCallback(lambda res: _answer(request, res, None, early, messages))
     return _answer(request, result, None, early, messages)
+
+
+def _zstd_batch(records) -> bool:
+    """Whether the first batch is a v2 batch compressed with zstd (its attributes' codec bits)."""
+    return len(records) > ATTRIBUTES + 1 and records[MAGIC] == 2 and records[ATTRIBUTES + 1] & CODEC_MASK == ZSTD
 
 
 def _as_topic_stores_it(ctx: RequestContext, topic: str, records):
