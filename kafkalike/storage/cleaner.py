@@ -38,8 +38,11 @@ Threading: `LogCleaner` runs passes in one background thread (or call `clean_onc
 from any thread that may block). Appends go on meanwhile: only inactive segments are
 read, through duplicated descriptors taken under the log's lock, and the swap takes
 the lock briefly. A pass is abandoned (and its `.cleaned` files removed) if the log is
-closed, truncated, or loses a segment to retention while it runs. Transactions are not
-handled: without a transaction index, aborted records are compacted like any others.
+closed, truncated, or loses a segment to retention while it runs. Transactions: cleaning
+stops at the last stable offset (an open transaction's records are never compacted
+away before its marker), aborted records are compacted like any others and the
+replaced segments' `.txnindex` entries are carried into the new segment, so
+read_committed consumers still skip what is left of aborted transactions.
 """
 from __future__ import annotations
 
@@ -62,7 +65,7 @@ from kafkalike.storage.cleaner_manager import (
 from kafkalike.storage.errors import CorruptRecordError
 from kafkalike.storage.layout import TopicPartition
 from kafkalike.storage.log import Log, wall_clock_ms
-from kafkalike.storage.segment import LogSegment
+from kafkalike.storage.segment import LogSegment, txn_index_path
 
 if TYPE_CHECKING:
     from kafkalike.storage.manager import LogManager
@@ -393,7 +396,8 @@ class Cleaner:
         base = group[0].base_offset
         for path in (layout.log_file_path(item.dir, base, layout.CLEANED_SUFFIX),
                      layout.offset_index_path(item.dir, base, layout.CLEANED_SUFFIX),
-                     layout.time_index_path(item.dir, base, layout.CLEANED_SUFFIX)):
+                     layout.time_index_path(item.dir, base, layout.CLEANED_SUFFIX),
+                     txn_index_path(item.dir, base, layout.CLEANED_SUFFIX)):
             if os.path.exists(path):
                 os.unlink(path)  # left by an earlier, interrupted attempt
         dest = LogSegment(item.dir, base, item.config, now_ms=self._clock(),
@@ -423,6 +427,9 @@ class Cleaner:
                                 last_header.last_offset, [data], len(data))
                     stats.bytes_written += len(data)
                 self._check(plan)
+            for segment in old:  # aborted data is kept, so are the entries that hide it
+                for txn in list(segment.txn_index.entries):
+                    dest.txn_index.append(txn)
             dest.on_become_inactive()
             dest.flush()
             modified_ns = group[-1].last_modified_ms * 1_000_000

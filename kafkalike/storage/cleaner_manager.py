@@ -192,7 +192,7 @@ def plan_cleaning(item: Log, checkpoint: int | None, now_ms: int) -> LogToClean:
                         "checkpointed offset %d is out of range [%d, %d]", item.topic_partition,
                         start, checkpoint, start, end)
         active = segments[-1]
-        limits = [item.high_watermark, active.base_offset]
+        limits = [item.last_stable_offset, active.base_offset]
         lag = max(config.min_compaction_lag_ms, 0)
         dirty = _non_active_from(segments, first_dirty)
         if lag > 0:

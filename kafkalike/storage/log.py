@@ -35,13 +35,15 @@ from kafkalike.storage.errors import (
 from kafkalike.storage.layout import TopicPartition
 from kafkalike.storage.leader_epoch import LeaderEpochFileCache
 from kafkalike.storage import producer_snapshot
-from kafkalike.storage.producer_state import BatchMetadata, ProducerStateManager, scan_segment
+from kafkalike.storage.producer_state import (BatchMetadata, CompletedTxn, ProducerStateManager,
+                                                scan_segment)
 from kafkalike.storage.recovery import RecoveryStats, SegmentLoader
 from kafkalike.storage.retention import (
     REASON_LOG_START_OFFSET, REASON_RETENTION_MS, REASON_RETENTION_SIZE, Predicate,
     deletable_segments, log_start_offset_breached, retention_ms_breached, retention_size_breached,
 )
-from kafkalike.storage.segment import LogSegment, RecordTimestamps, TimestampAndOffset
+from kafkalike.storage.segment import LogSegment, RecordTimestamps, TimestampAndOffset, txn_index_path
+from kafkalike.storage.transaction_index import AbortedTxn
 from kafkalike.storage.validation import AppendOrigin, AppendRules, LogAppendInfo, validate_append
 
 log = logging.getLogger(__name__)
@@ -86,6 +88,7 @@ def _change_suffix(segment: LogSegment, old: str, new: str) -> None:
     segment.log_path = target
     segment.offset_index.rename(renamed(segment.offset_index.path))
     segment.time_index.rename(renamed(segment.time_index.path))
+    segment.txn_index.rename(renamed(segment.txn_index.path))
 
 
 def _duplicate_append(info: LogAppendInfo, duplicate: BatchMetadata) -> LogAppendInfo:
@@ -153,10 +156,12 @@ class Log:
         self._load_producer_state()
 
     def _load_producer_state(self) -> None:
-        """Idempotent producers' state: the latest usable snapshot, then the batches after it.
+        """Producers' state: the latest usable snapshot, then the batches after it.
 
         Without a snapshot every segment's headers are replayed. Snapshots beyond the
-        log end (recovery cut the log short) and unreadable ones are deleted.
+        log end (recovery cut the log short) and unreadable ones are deleted. The replay
+        also rewrites the `.txnindex` entries of every marker it passes, so an index that
+        a crash left short (or a log that recovery cut) is rebuilt from the log itself.
         """
         state = self.producer_state
         producer_snapshot.delete_snapshots(self.dir, above=self._leo)
@@ -164,20 +169,44 @@ class Log:
         for offset, path in reversed(producer_snapshot.list_snapshots(self.dir)):
             try:
                 with open(path, "rb") as f:
-                    state.producers = producer_snapshot.decode(f.read())
+                    state.load(producer_snapshot.decode(f.read()))
                 start = offset
                 break
             except (CorruptCheckpointError, OSError) as error:
                 log.warning("[%s] Deleting unusable producer snapshot %s: %s", self.topic_partition, path, error)
                 os.unlink(path)
         if start is None:
-            state.rebuild(self._segments)
-            return
+            state.clear()
+        self._replay_producers(start if start is not None else -1)
+        state.on_high_watermark_updated(self.high_watermark)
+
+    def _replay_producers(self, start: int) -> None:
+        """Feed the producer batches at or after `start` to the producer state, rewriting txn indexes."""
+        state = self.producer_state
         segments = self._segments
         for i, segment in enumerate(segments):
             if i + 1 < len(segments) and segments[i + 1].base_offset <= start:
                 continue
-            state.update(b for b in scan_segment(segment.fd, segment.size) if b.last_offset >= start)
+            segment.txn_index.truncate_to(start)
+            position = 0
+            if start > segment.base_offset:
+                found = segment.translate_offset(start)
+                position = found.position if found is not None else segment.size
+            for batch in scan_segment(segment.fd, segment.size, position):
+                if batch.last_offset < start:
+                    continue
+                pending = state.prepare([batch], validate=False)
+                state.apply(pending)
+                for txn in pending.completed:
+                    self._complete_txn(segment, txn)
+
+    def _complete_txn(self, segment: LogSegment, txn: CompletedTxn) -> None:
+        """A marker closed `txn`: an abort is indexed in the marker's segment, with the LSO it leaves."""
+        state = self.producer_state
+        if txn.is_aborted:
+            segment.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset,
+                                                state.last_stable_offset_after(txn)))
+        state.complete(txn)
 
     def _snapshot_producers(self, offset: int, fsync: bool = False) -> None:
         """Kafka snapshots on every roll and at close; we skip partitions without producers."""
@@ -257,7 +286,8 @@ class Log:
                     duplicate = producers.find_duplicate(info.producer_batches)
                     if duplicate is not None:
                         return _duplicate_append(info, duplicate)
-                pending = producers.prepare(info.producer_batches, validate=origin is AppendOrigin.CLIENT)
+                pending = producers.prepare(info.producer_batches, validate=origin is AppendOrigin.CLIENT,
+                                            check_epochs=origin is not AppendOrigin.REPLICATION)
             valid = info.valid_bytes
             config = self.config
             if valid > config.segment_bytes:
@@ -275,6 +305,8 @@ class Log:
             self._leo = info.last_offset + 1
             if pending:
                 self.producer_state.apply(pending)
+                for txn in pending.completed:
+                    self._complete_txn(segment, txn)
             for epoch, start in info.epoch_starts:
                 if epoch != cache.latest_epoch:
                     cache.assign(epoch, start)
@@ -310,7 +342,8 @@ class Log:
             self._delete_segments([active])
         for path in (layout.log_file_path(self.dir, new_offset),
                      layout.offset_index_path(self.dir, new_offset),
-                     layout.time_index_path(self.dir, new_offset)):
+                     layout.time_index_path(self.dir, new_offset),
+                     txn_index_path(self.dir, new_offset)):
             if os.path.exists(path):
                 log.warning("Newly rolled segment file %s already exists; deleting it first", path)
                 os.unlink(path)
@@ -433,7 +466,32 @@ class Log:
         """Set the high watermark, clamped to [log start offset, log end offset]."""
         with self._lock:
             self.high_watermark = min(max(offset, self.log_start_offset), self._leo)
+            self.producer_state.on_high_watermark_updated(self.high_watermark)
             return self.high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Where read_committed consumers stop: the first offset of the oldest transaction that is
+        open (or closed by a marker not yet replicated), if below the high watermark; else the
+        high watermark (Kafka's Log.lastStableOffset)."""
+        hw = self.high_watermark
+        first = self.producer_state.first_unstable_offset()
+        if first is None:
+            return hw
+        first = max(first, self.log_start_offset)
+        return first if first < hw else hw
+
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound), from the txn indexes
+        of the segment holding `fetch_offset` on (only as far as needed, as Kafka searches)."""
+        found: list[AbortedTxn] = []
+        with self._lock:
+            for segment in self._segments[max(0, self._floor_index(fetch_offset)):]:
+                result = segment.txn_index.collect(fetch_offset, upper_bound)
+                found.extend(result.aborted)
+                if result.complete:
+                    break
+        return found
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
         with self._lock:
@@ -500,9 +558,8 @@ class Log:
             self.log_start_offset = min(self.log_start_offset, target_offset)
             self.high_watermark = min(self.high_watermark, self._leo)
             self.leader_epoch_cache.truncate_from_end(self._leo)
-            producer_snapshot.delete_snapshots(self.dir, above=self._leo)
-            if any(e.last_offset >= self._leo for e in self.producer_state.producers.values()):
-                self.producer_state.rebuild(self._segments)
+            # Open and closed transactions past the cut change the state: reload and replay.
+            self._load_producer_state()
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -518,7 +575,8 @@ class Log:
         self._delete_segments(doomed)
         for path in (layout.log_file_path(self.dir, new_offset),
                      layout.offset_index_path(self.dir, new_offset),
-                     layout.time_index_path(self.dir, new_offset)):
+                     layout.time_index_path(self.dir, new_offset),
+                     txn_index_path(self.dir, new_offset)):
             if os.path.exists(path):
                 os.unlink(path)
         self._add_segment(LogSegment(self.dir, new_offset, self.config, now_ms=self._clock(),

@@ -5,7 +5,9 @@ taken), so opening a log replays only the batches after it instead of the whole 
 Layout, all big-endian: version int16 (1), crc uint32 (CRC-32C of everything after
 it), int32 count, then per producer: producer id int64, epoch int16, last sequence
 int32, last offset int64, offset delta int32 (last offset minus the batch's first),
-timestamp int64, coordinator epoch int32, current transaction first offset int64 (-1).
+timestamp int64, coordinator epoch int32 (-1 before any marker), first offset of the
+producer's open transaction int64 (-1 when none), so a reload knows which transactions
+are still open and where the last stable offset stands.
 
 Only each producer's last batch is stored, as in Kafka: after a restart a retry of
 that batch is still recognised, older in-flight retries are not.
@@ -25,7 +27,6 @@ VERSION = 1
 _HEAD = struct.Struct(">hI")
 _COUNT = struct.Struct(">i")
 _ENTRY = struct.Struct(">qhiqiqiq")
-NO_COORDINATOR_EPOCH = -1
 
 
 def snapshot_path(directory: str, offset: int) -> str:
@@ -43,12 +44,17 @@ def list_snapshots(directory: str) -> list[tuple[int, str]]:
 
 
 def encode(manager: ProducerStateManager) -> bytes:
-    entries = [e for e in manager.producers.values() if e.batches]
-    body = _COUNT.pack(len(entries)) + b"".join(
-        _ENTRY.pack(e.producer_id, e.epoch, e.batches[-1].last_seq, e.batches[-1].last_offset,
-                    e.batches[-1].last_offset - e.batches[-1].first_offset, e.batches[-1].timestamp,
-                    NO_COORDINATOR_EPOCH, -1)
-        for e in entries)
+    """Every producer, as Kafka writes them: one without data batches (only markers so far)
+    has last sequence and last offset -1, and its open transaction's first offset or -1."""
+    entries = list(manager.producers.values())
+    packed = []
+    for e in entries:
+        last = e.batches[-1] if e.batches else None
+        packed.append(_ENTRY.pack(
+            e.producer_id, e.epoch, last.last_seq if last else -1, last.last_offset if last else -1,
+            last.last_offset - last.first_offset if last else 0, last.timestamp if last else e.last_timestamp,
+            e.coordinator_epoch, e.current_txn_first_offset))
+    body = _COUNT.pack(len(entries)) + b"".join(packed)
     return _HEAD.pack(VERSION, crc32c(body)) + body
 
 
@@ -67,11 +73,13 @@ def decode(data: bytes) -> dict[int, ProducerStateEntry]:
         raise CorruptCheckpointError(f"producer snapshot size does not match its {count} entries")
     entries: dict[int, ProducerStateEntry] = {}
     for i in range(count):
-        pid, epoch, last_seq, last_offset, delta, ts, _coordinator_epoch, _txn_first = _ENTRY.unpack_from(
+        pid, epoch, last_seq, last_offset, delta, ts, coordinator_epoch, txn_first = _ENTRY.unpack_from(
             body, _COUNT.size + i * _ENTRY.size)
-        first_seq = last_seq - delta if last_seq >= delta else INT_MAX - (delta - last_seq) + 1
-        entry = ProducerStateEntry(pid, epoch, last_timestamp=ts)
-        entry.batches.append(BatchMetadata(first_seq, last_seq, last_offset - delta, last_offset, ts))
+        entry = ProducerStateEntry(pid, epoch, last_timestamp=ts, coordinator_epoch=coordinator_epoch,
+                                   current_txn_first_offset=txn_first if txn_first >= 0 else -1)
+        if last_offset >= 0:
+            first_seq = last_seq - delta if last_seq >= delta else INT_MAX - (delta - last_seq) + 1
+            entry.batches.append(BatchMetadata(first_seq, last_seq, last_offset - delta, last_offset, ts))
         entries[pid] = entry
     return entries
 

@@ -1,31 +1,47 @@
-"""Per-partition state of idempotent producers: what makes a retried batch harmless.
+"""Per-partition state of idempotent and transactional producers (Kafka 2.8's ProducerStateManager).
 
 For each producer id the log remembers the producer's epoch and the sequence ranges
 and offsets of its last five batches, which is how many a producer may have in flight.
 A retried batch that already landed is recognised by its (epoch, first seq, last seq)
 and answered with its original offsets instead of being written twice; a batch that
 skips sequences, or comes from an older epoch, is refused, so a producer's records land
-exactly once and in order (Kafka 2.8's ProducerStateManager, without transactions).
+exactly once and in order.
 
-The leader validates (AppendOrigin.CLIENT); replicated batches (REPLICATION) only
-update the state, so a follower that becomes leader can dedupe retries of batches its
-predecessor accepted. The state is rebuilt by reading batch headers from the log, since
-it is a pure function of the batches the log holds.
+Transactions: a producer's first transactional batch opens its transaction at that
+batch's offset; the COMMIT or ABORT marker the coordinator writes (a control batch)
+closes it and records the coordinator epoch, so a marker from an older coordinator is
+refused (TRANSACTION_COORDINATOR_FENCED) as is one from an older producer epoch
+(INVALID_PRODUCER_EPOCH). The open transactions bound the last stable offset; a closed
+one keeps bounding it until its marker is below the high watermark (replicated). An
+aborted transaction becomes an entry of the segment's `.txnindex`, which the Log writes.
+
+The leader validates (AppendOrigin.CLIENT, and COORDINATOR for markers); replicated
+batches (REPLICATION) only update the state, so a follower that becomes leader can
+dedupe retries of batches its predecessor accepted and knows the open transactions.
+The state is rebuilt by reading batch headers from the log (and the one record of each
+control batch), since it is a pure function of the batches the log holds.
 """
 from __future__ import annotations
 
 import os
+import struct
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
-from kafkalike.records.header import (CONTROL_MASK, HEADER_SIZE, HEADER_STRUCT, LOG_OVERHEAD,
-                                      NO_PRODUCER_EPOCH)
-from kafkalike.storage.errors import StorageError
+from kafkalike.records.header import (CODEC_MASK, CONTROL_MASK, HEADER_SIZE, HEADER_STRUCT, LOG_OVERHEAD,
+                                      NO_PRODUCER_EPOCH, TRANSACTIONAL_MASK)
+from kafkalike.storage.errors import CorruptRecordError, StorageError
 
 NUM_BATCHES_TO_RETAIN = 5          # a producer's max.in.flight.requests.per.connection limit
 INT_MAX = (1 << 31) - 1
+NO_COORDINATOR_EPOCH = -1
+NO_MARKER = -1                     # ProducerBatch.marker for data batches; else 0 ABORT, 1 COMMIT
+ABORT = 0
+COMMIT = 1
 _SCAN_CHUNK = 1 << 20
+_MARKER_KEY = struct.Struct(">hh")
+_MARKER_VALUE = struct.Struct(">hi")
 
 
 class OutOfOrderSequenceError(StorageError):
@@ -38,6 +54,18 @@ class InvalidProducerEpochError(StorageError):
     """A batch from an epoch older than the producer's latest: a zombie instance of it."""
 
     error_code = 47
+
+
+class InvalidTxnStateError(StorageError):
+    """A non-transactional batch from a producer whose transaction is open (INVALID_TXN_STATE)."""
+
+    error_code = 48
+
+
+class TransactionCoordinatorFencedError(StorageError):
+    """A marker from a coordinator epoch older than the one that last wrote to this producer."""
+
+    error_code = 52
 
 
 class UnknownProducerIdError(StorageError):
@@ -57,6 +85,60 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT_MAX)
 
 
+def _read_varint(buf, pos: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (value >> 1) ^ -(value & 1), pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def read_end_txn_marker(batch) -> tuple[int, int] | None:
+    """(ABORT or COMMIT, coordinator epoch) of a whole control batch; None if it is empty.
+
+    A control batch holds one record, so reading it costs next to nothing; only markers
+    (never clients' data batches) come here. Compressed control batches, which no
+    Kafka writes, are decoded with the records codec. Raises CorruptRecordError for a
+    record that is not an end-transaction marker, as Kafka's EndTransactionMarker does.
+    """
+    view = memoryview(batch)
+    try:
+        attributes = int.from_bytes(view[21:23], "big")
+        if attributes & CODEC_MASK:
+            from kafkalike.records.batch import decode_batches
+            records = [r for b in decode_batches(bytes(view), verify_crc=False) for r in b.records()]
+            if not records:
+                return None
+            key, value = records[0].key, records[0].value
+        else:
+            if int.from_bytes(view[57:61], "big", signed=True) <= 0 or len(view) <= HEADER_SIZE:
+                return None
+            pos = HEADER_SIZE
+            _length, pos = _read_varint(view, pos)
+            pos += 1                                  # record attributes
+            _ts, pos = _read_varint(view, pos)
+            _delta, pos = _read_varint(view, pos)
+            key_len, pos = _read_varint(view, pos)
+            key = bytes(view[pos:pos + key_len]) if key_len >= 0 else None
+            pos += max(key_len, 0)
+            value_len, pos = _read_varint(view, pos)
+            value = bytes(view[pos:pos + value_len]) if value_len >= 0 else None
+        if key is None or len(key) < _MARKER_KEY.size or value is None or len(value) < _MARKER_VALUE.size:
+            raise ValueError("marker key or value too short")
+        version, control_type = _MARKER_KEY.unpack_from(key)
+        value_version, coordinator_epoch = _MARKER_VALUE.unpack_from(value)
+    except (ValueError, IndexError, struct.error) as exc:
+        raise CorruptRecordError(f"Control batch holds no valid end transaction marker: {exc}") from None
+    if version < 0 or value_version < 0 or control_type not in (ABORT, COMMIT):
+        raise CorruptRecordError(f"Invalid record type for end transaction marker: {control_type}")
+    return control_type, coordinator_epoch
+
+
 @dataclass(frozen=True, slots=True)
 class ProducerBatch:
     """The producer fields of one appended batch, as the validator saw them."""
@@ -69,6 +151,9 @@ class ProducerBatch:
     last_offset: int
     timestamp: int
     is_control: bool = False
+    is_transactional: bool = False
+    marker: int = NO_MARKER            # control batches: ABORT or COMMIT (NO_MARKER: an empty one)
+    coordinator_epoch: int = NO_COORDINATOR_EPOCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,12 +165,23 @@ class BatchMetadata:
     timestamp: int
 
 
+class CompletedTxn(NamedTuple):
+    """A transaction its marker closed: [first_offset, last_offset], the marker being last_offset."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+
+
 @dataclass(slots=True)
 class ProducerStateEntry:
     producer_id: int
     epoch: int = NO_PRODUCER_EPOCH
     batches: deque = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
     last_timestamp: int = -1
+    coordinator_epoch: int = NO_COORDINATOR_EPOCH
+    current_txn_first_offset: int = -1    # -1: no open transaction
 
     @property
     def last_seq(self) -> int:
@@ -97,7 +193,7 @@ class ProducerStateEntry:
 
     def copy(self) -> "ProducerStateEntry":
         return ProducerStateEntry(self.producer_id, self.epoch, deque(self.batches, maxlen=NUM_BATCHES_TO_RETAIN),
-                                  self.last_timestamp)
+                                  self.last_timestamp, self.coordinator_epoch, self.current_txn_first_offset)
 
     def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
         if epoch != self.epoch:
@@ -107,14 +203,39 @@ class ProducerStateEntry:
                 return meta
         return None
 
-    def add(self, batch: ProducerBatch) -> None:
+    def add(self, batch: ProducerBatch) -> CompletedTxn | None:
+        """Take a batch in; a marker closing a non-empty transaction returns it."""
         if batch.epoch != self.epoch:
-            self.batches.clear()           # a new epoch restarts sequences at 0
-            self.epoch = batch.epoch
-        if not batch.is_control:
-            self.batches.append(BatchMetadata(batch.first_seq, batch.last_seq, batch.first_offset,
-                                              batch.last_offset, batch.timestamp))
+            if batch.epoch > self.epoch or not batch.is_control:
+                self.batches.clear()           # a new epoch restarts sequences at 0
+            self.epoch = max(self.epoch, batch.epoch) if batch.is_control else batch.epoch
         self.last_timestamp = batch.timestamp
+        if batch.is_control:
+            if batch.marker == NO_MARKER:      # emptied by the cleaner: nothing to close
+                return None
+            completed = None
+            if self.current_txn_first_offset >= 0:
+                completed = CompletedTxn(self.producer_id, self.current_txn_first_offset, batch.first_offset,
+                                         batch.marker == ABORT)
+            self.current_txn_first_offset = -1
+            self.coordinator_epoch = batch.coordinator_epoch
+            return completed
+        self.batches.append(BatchMetadata(batch.first_seq, batch.last_seq, batch.first_offset,
+                                          batch.last_offset, batch.timestamp))
+        if batch.is_transactional and self.current_txn_first_offset < 0:
+            self.current_txn_first_offset = batch.first_offset
+        return None
+
+
+@dataclass(slots=True)
+class PendingUpdate:
+    """What an append will do to the producer state; applied once its batches are written."""
+
+    entries: dict[int, ProducerStateEntry]
+    completed: list[CompletedTxn]
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
 
 
 class ProducerStateManager:
@@ -122,12 +243,44 @@ class ProducerStateManager:
 
     def __init__(self) -> None:
         self.producers: dict[int, ProducerStateEntry] = {}
+        # Closed transactions whose marker may not be replicated yet, in marker order: they
+        # hold the last stable offset back until the high watermark passes their marker.
+        self.unreplicated: deque[CompletedTxn] = deque()
+        self._ongoing: dict[int, int] = {}   # producer id -> first offset of its open transaction
 
     def __len__(self) -> int:
         return len(self.producers)
 
     def entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
+
+    @property
+    def ongoing(self) -> dict[int, int]:
+        """Producer id -> first offset of each open transaction."""
+        return self._ongoing
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open or unreplicated transaction, None when all are stable."""
+        if not self._ongoing and not self.unreplicated:
+            return None
+        candidates = list(self._ongoing.values())
+        candidates.extend(t.first_offset for t in self.unreplicated)
+        return min(candidates)
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Closed transactions whose marker is below the high watermark no longer hold the LSO."""
+        unreplicated = self.unreplicated
+        while unreplicated and unreplicated[0].last_offset < high_watermark:
+            unreplicated.popleft()
+
+    def last_stable_offset_after(self, completed: CompletedTxn) -> int:
+        """The LSO recorded with an aborted transaction: where the next other open one starts, else after the marker."""
+        others = [first for pid, first in self._ongoing.items() if pid != completed.producer_id]
+        return min(others) if others else completed.last_offset + 1
+
+    def complete(self, completed: CompletedTxn) -> None:
+        self._ongoing.pop(completed.producer_id, None)
+        self.unreplicated.append(completed)
 
     def find_duplicate(self, batches: Iterable[ProducerBatch]) -> BatchMetadata | None:
         """The stored batch one of `batches` repeats, if any (checked for client appends only)."""
@@ -139,50 +292,81 @@ class ProducerStateManager:
                     return found
         return None
 
-    def prepare(self, batches: Iterable[ProducerBatch], validate: bool) -> dict[int, ProducerStateEntry]:
-        """The entries after `batches`, without changing this manager; raises if a client batch is refused.
+    def prepare(self, batches: Iterable[ProducerBatch], validate: bool,
+                check_epochs: bool | None = None) -> PendingUpdate:
+        """The entries after `batches`, without changing this manager; raises if a batch is refused.
 
-        The caller writes the batches and then calls apply(), so a refused or failed
-        append leaves the state untouched.
+        `validate` applies a client's checks (epoch, sequence, transaction state);
+        `check_epochs` (default: as `validate`) the ones a coordinator's markers get (producer
+        and coordinator epochs). The caller writes the batches and then calls apply(), so a
+        refused or failed append leaves the state untouched.
         """
+        if check_epochs is None:
+            check_epochs = validate
         updated: dict[int, ProducerStateEntry] = {}
+        completed: list[CompletedTxn] = []
         for b in batches:
             entry = updated.get(b.producer_id)
             if entry is None:
                 current = self.producers.get(b.producer_id)
                 entry = current.copy() if current is not None else ProducerStateEntry(b.producer_id)
                 updated[b.producer_id] = entry
-            if validate:
-                _check(entry, b)
-            entry.add(b)
-        return updated
+            if check_epochs:
+                _check(entry, b, sequences=validate)
+            done = entry.add(b)
+            if done is not None:
+                completed.append(done)
+        return PendingUpdate(updated, completed)
 
-    def apply(self, updated: dict[int, ProducerStateEntry]) -> None:
-        self.producers.update(updated)
+    def apply(self, update: PendingUpdate) -> None:
+        """Store the entries; newly opened transactions start counting for the LSO.
 
-    def update(self, batches: Iterable[ProducerBatch]) -> None:
-        """Take replicated or reloaded batches as they are (no validation)."""
-        self.apply(self.prepare(batches, validate=False))
+        The transactions the update closed stay open here until complete() is called for
+        each (the Log first writes their txn index entries, whose LSO still sees them).
+        """
+        self.producers.update(update.entries)
+        closed = {t.producer_id for t in update.completed}
+        for pid, entry in update.entries.items():
+            if entry.current_txn_first_offset >= 0:
+                self._ongoing[pid] = entry.current_txn_first_offset
+            elif pid not in closed:
+                self._ongoing.pop(pid, None)
+
+    def update(self, batches: Iterable[ProducerBatch]) -> list[CompletedTxn]:
+        """Take replicated or reloaded batches as they are (no validation); the transactions closed."""
+        pending = self.prepare(batches, validate=False)
+        self.apply(pending)
+        for txn in pending.completed:
+            self.complete(txn)
+        return pending.completed
+
+    def load(self, entries: dict[int, ProducerStateEntry]) -> None:
+        """Start from a snapshot's entries (their open transactions included)."""
+        self.clear()
+        self.producers = entries
+        self._ongoing = {pid: e.current_txn_first_offset for pid, e in entries.items()
+                         if e.current_txn_first_offset >= 0}
 
     def clear(self) -> None:
-        self.producers.clear()
-
-    def rebuild(self, segments: Iterable, end_offset: int | None = None) -> None:
-        """Forget everything and replay the producer batches of `segments` (LogSegments, in order)."""
-        self.clear()
-        for segment in segments:
-            self.update(b for b in scan_segment(segment.fd, segment.size)
-                        if end_offset is None or b.last_offset < end_offset)
+        self.producers = {}
+        self._ongoing = {}
+        self.unreplicated.clear()
 
 
-def _check(entry: ProducerStateEntry, b: ProducerBatch) -> None:
-    """Kafka 2.8's checkProducerEpoch and checkSequence for a batch from a client."""
+def _check(entry: ProducerStateEntry, b: ProducerBatch, sequences: bool) -> None:
+    """Kafka 2.8's checks of a batch from a client (sequences) or a coordinator's marker."""
     pid = b.producer_id
     if b.epoch < entry.epoch:
         raise InvalidProducerEpochError(
             f"Epoch of producer {pid} at offset {b.first_offset} is {b.epoch}, which is smaller than "
             f"the last seen epoch {entry.epoch}")
     if b.is_control:
+        if b.marker != NO_MARKER and entry.coordinator_epoch > b.coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"Invalid coordinator epoch for {pid}: {b.coordinator_epoch} (zombie), "
+                f"{entry.coordinator_epoch} (current)")
+        return
+    if not sequences:
         return
     if b.epoch != entry.epoch:
         if b.first_seq != 0:
@@ -198,25 +382,54 @@ def _check(entry: ProducerStateEntry, b: ProducerBatch) -> None:
         raise OutOfOrderSequenceError(
             f"Out of order sequence number for producerId {pid} at offset {b.first_offset}: "
             f"{b.first_seq} (incoming seq. number), {entry.last_seq} (current end sequence number)")
+    if entry.current_txn_first_offset >= 0 and not b.is_transactional:
+        raise InvalidTxnStateError(
+            f"Expected transactional write from producer {pid} at offset {b.first_offset} in partition")
 
 
-def scan_segment(fd: int, size: int) -> Iterable[ProducerBatch]:
-    """The producer batches of a segment file, from its headers only (recovery validated the bytes)."""
+def producer_batch(fields: tuple, batch=None) -> ProducerBatch:
+    """A ProducerBatch from an unpacked batch header; `batch` (the whole batch) is read only for a control batch."""
+    (base, _length, _epoch, _magic, _crc, attributes, delta, _first_ts, max_ts, producer_id,
+     producer_epoch, base_sequence, _count) = fields
+    if attributes & CONTROL_MASK:
+        found = read_end_txn_marker(batch) if batch is not None else None
+        marker, coordinator_epoch = found if found is not None else (NO_MARKER, NO_COORDINATOR_EPOCH)
+        return ProducerBatch(producer_id, producer_epoch, base_sequence, last_sequence(base_sequence, delta),
+                             base, base + delta, max_ts, True, True, marker, coordinator_epoch)
+    return ProducerBatch(producer_id, producer_epoch, base_sequence, last_sequence(base_sequence, delta),
+                         base, base + delta, max_ts, False, bool(attributes & TRANSACTIONAL_MASK))
+
+
+def scan_segment(fd: int, size: int, start: int = 0) -> Iterable[ProducerBatch]:
+    """The producer batches of a segment file from position `start`, from headers only (recovery
+    validated the bytes); a control batch's one record is read for its marker."""
     unpack = HEADER_STRUCT.unpack_from
-    position = 0
+    position = start
     while position + HEADER_SIZE <= size:
         chunk = os.pread(fd, min(_SCAN_CHUNK, size - position), position)
         pos = 0
         n = len(chunk)
         while n - pos >= HEADER_SIZE:
-            (base, length, _epoch, magic, _crc, attributes, delta, _first_ts, max_ts, producer_id,
-             producer_epoch, base_sequence, _count) = unpack(chunk, pos)
+            fields = unpack(chunk, pos)
+            length, magic, attributes, producer_id = fields[1], fields[3], fields[5], fields[9]
             batch_size = length + LOG_OVERHEAD
             if magic != 2 or length <= 0:
                 return
             if producer_id >= 0:
-                yield ProducerBatch(producer_id, producer_epoch, base_sequence, last_sequence(base_sequence, delta),
-                                    base, base + delta, max_ts, bool(attributes & CONTROL_MASK))
+                if attributes & CONTROL_MASK:
+                    if pos + batch_size > n:
+                        if pos == 0:   # one batch larger than the chunk: read it alone
+                            whole = os.pread(fd, batch_size, position)
+                        else:
+                            break
+                    else:
+                        whole = chunk[pos:pos + batch_size]
+                    try:
+                        yield producer_batch(fields, whole)
+                    except CorruptRecordError:
+                        yield producer_batch(fields)
+                else:
+                    yield producer_batch(fields)
             pos += batch_size
         if pos == 0:
             return

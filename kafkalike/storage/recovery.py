@@ -76,6 +76,8 @@ def _remove_temp_files(directory: str, stats: RecoveryStats) -> list[str]:
         elif name.endswith(layout.SWAP_SUFFIX):
             if name.endswith(layout.LOG_SUFFIX + layout.SWAP_SUFFIX):
                 swaps.append(path)
+            elif name.endswith(layout.TXN_INDEX_SUFFIX + layout.SWAP_SUFFIX):
+                pass  # kept: the log cannot rebuild it; installed with its log swap or removed after
             else:  # index swaps are rebuilt from the swapped log
                 _unlink(path)
                 stats.removed_temp_files += 1
@@ -206,6 +208,10 @@ class SegmentLoader:
 
         for path in swaps:
             self._complete_swap(path, segments)
+        for name in os.listdir(self.directory):
+            if name.endswith(layout.TXN_INDEX_SUFFIX + layout.SWAP_SUFFIX):  # no log swap came with it
+                _unlink(os.path.join(self.directory, name))
+                stats.removed_temp_files += 1
 
         ordered = [segments[b] for b in sorted(segments)]
         bases = [s.base_offset for s in ordered]
@@ -311,6 +317,8 @@ class SegmentLoader:
         swap.close()
         for path in (swap.log_path, swap.offset_index.path, swap.time_index.path):
             os.replace(path, path[:-len(layout.SWAP_SUFFIX)])
+        if os.path.exists(swap.txn_index.path):
+            os.replace(swap.txn_index.path, swap.txn_index.path[:-len(layout.SWAP_SUFFIX)])
         segments[base] = self._open(base)
         self.stats.completed_swaps += 1
         log.info("[%s] Completed swap of segment %d (offsets %d-%d)", self.name, base, base, end - 1)

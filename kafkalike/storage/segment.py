@@ -18,6 +18,7 @@ from kafkalike.storage import layout
 from kafkalike.storage.config import LogConfig
 from kafkalike.storage.errors import CorruptIndexError, KafkaStorageError
 from kafkalike.storage.index import NO_TIMESTAMP, OffsetIndex, TimeIndex
+from kafkalike.storage.transaction_index import TransactionIndex
 
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 # firstTimestamp, maxTimestamp: everything a scan needs, 43 bytes.
@@ -31,6 +32,10 @@ _IOV_MAX = 1024
 # Given a whole batch, yield (offset, timestamp) of each record: lets the broker plug the
 # records codec into timestamp lookups without storage depending on it.
 RecordTimestamps = Callable[[bytes], Iterable[tuple[int, int]]]
+
+
+def txn_index_path(directory: str, base_offset: int, suffix: str = "") -> str:
+    return os.path.join(directory, layout.offset_file_name(base_offset) + layout.TXN_INDEX_SUFFIX + suffix)
 
 
 class BatchInfo(NamedTuple):
@@ -89,6 +94,7 @@ class LogSegment:
                                         base_offset, self.max_index_size)
         self.time_index = TimeIndex(layout.time_index_path(directory, base_offset, file_suffix),
                                     base_offset, self.max_index_size)
+        self.txn_index = TransactionIndex(txn_index_path(directory, base_offset, file_suffix), base_offset)
         self._bytes_since_last_index_entry = 0
         self._rolling_based_timestamp: int | None = None
         last = self.time_index.last_entry
@@ -481,6 +487,7 @@ class LogSegment:
                                                                       else self.base_offset)
             self.offset_index.truncate_to(cut)
             self.time_index.truncate_to(cut)
+            self.txn_index.truncate_to(cut)
             os.ftruncate(self._fd, valid)
             self._size = valid
             if self._max_timestamp >= 0:
@@ -505,6 +512,7 @@ class LogSegment:
         mapping = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.resize_indexes(self.max_index_size)
         removed = 0
         if mapping is not None:
@@ -524,10 +532,15 @@ class LogSegment:
         os.fsync(self._fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def dup_fds(self) -> list[int]:
-        """Duplicates of the three descriptors, so another thread can fsync them safely."""
-        return [os.dup(self._fd), self.offset_index.dup_fd(), self.time_index.dup_fd()]
+        """Duplicates of the descriptors (log, indexes, the txn index if any), for fsyncs on another thread."""
+        fds = [os.dup(self._fd), self.offset_index.dup_fd(), self.time_index.dup_fd()]
+        txn = self.txn_index.dup_fd()
+        if txn is not None:
+            fds.append(txn)
+        return fds
 
     def close(self) -> None:
         if self.closed:
@@ -540,6 +553,7 @@ class LogSegment:
                 pass
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         os.close(self._fd)
         self.closed = True
 
@@ -548,11 +562,16 @@ class LogSegment:
             return
         self.offset_index.close(trim=False)
         self.time_index.close(trim=False)
+        self.txn_index.close()
         os.close(self._fd)
         self.closed = True
 
     def paths(self) -> list[str]:
-        return [self.log_path, self.offset_index.path, self.time_index.path]
+        """The segment's files; the `.txnindex` is among them only once an abort created it."""
+        paths = [self.log_path, self.offset_index.path, self.time_index.path]
+        if os.path.exists(self.txn_index.path):
+            paths.append(self.txn_index.path)
+        return paths
 
     def rename_with_suffix(self, suffix: str) -> None:
         """Rename all three files (e.g. to `.deleted`); the open descriptors stay usable."""
@@ -561,11 +580,12 @@ class LogSegment:
         self.log_path = new_log
         self.offset_index.rename(self.offset_index.path + suffix)
         self.time_index.rename(self.time_index.path + suffix)
+        self.txn_index.rename(self.txn_index.path + suffix)
 
     def delete_files(self) -> None:
         """Close and unlink; missing files are fine (an earlier delete got them)."""
         self.close_without_trim()
-        for path in self.paths():
+        for path in self.paths() + [self.txn_index.path]:
             try:
                 os.unlink(path)
             except FileNotFoundError:

@@ -18,10 +18,10 @@ from crc32c import crc32c
 
 from kafkalike.records.header import (
     ATTRIBUTES, CONTROL_MASK, CRC, HEADER_SIZE, HEADER_STRUCT, LOG_OVERHEAD,
-    NO_TIMESTAMP, TIMESTAMP_TYPE_MASK,
+    NO_TIMESTAMP, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK,
 )
 from kafkalike.storage.config import LONG_MAX, LogConfig
-from kafkalike.storage.producer_state import ProducerBatch, last_sequence
+from kafkalike.storage.producer_state import ProducerBatch, last_sequence, producer_batch
 from kafkalike.storage.errors import (
     CorruptRecordError, InvalidRecordError, InvalidTimestampError, OffsetsOutOfOrderError,
     RecordTooLargeError, RecordValidationError,
@@ -221,9 +221,14 @@ def validate_append(buf: bytes | bytearray | memoryview, rules: AppendRules, nex
                 pieces.append(view[pos + CRC:pos + size])
         last = base + delta
         if producer_id >= 0:
-            producer_batches.append(ProducerBatch(producer_id, producer_epoch, base_sequence,
-                                                  last_sequence(base_sequence, delta), base, last,
-                                                  batch_max_ts, bool(attributes & CONTROL_MASK)))
+            if attributes & CONTROL_MASK:   # a coordinator's marker or a replicated one: read its record
+                producer_batches.append(producer_batch(
+                    (base, length, epoch, magic, crc, attributes, delta, first_ts, batch_max_ts, producer_id,
+                     producer_epoch, base_sequence, count), view[pos:pos + size]))
+            else:
+                producer_batches.append(ProducerBatch(producer_id, producer_epoch, base_sequence,
+                                                      last_sequence(base_sequence, delta), base, last,
+                                                      batch_max_ts, False, bool(attributes & TRANSACTIONAL_MASK)))
         if batches == 0:
             first = base
         if batch_max_ts > max_ts:

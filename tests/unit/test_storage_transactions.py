@@ -1,0 +1,189 @@
+"""Transactions in the log: open transactions, markers, the LSO, `.txnindex` files, snapshots, recovery."""
+from __future__ import annotations
+
+import glob
+import os
+import struct
+
+import pytest
+
+from kafkalike.records import encode_batch
+from kafkalike.records.control import encode_end_txn_marker_batch
+from kafkalike.storage.config import LogConfig
+from kafkalike.storage.log import Log
+from kafkalike.storage.producer_state import (InvalidProducerEpochError, InvalidTxnStateError,
+                                              TransactionCoordinatorFencedError)
+from kafkalike.storage.transaction_index import AbortedTxn
+from kafkalike.storage.validation import AppendOrigin
+from tests.unit.test_storage_log import NOW, open_log
+
+COORDINATOR = AppendOrigin.COORDINATOR
+
+
+def txn(log: Log, pid: int, seq: int, n: int = 3, epoch: int = 0, transactional: bool = True):
+    data = encode_batch([(b"k", b"v%d" % i) for i in range(n)], producer_id=pid, producer_epoch=epoch,
+                        base_sequence=seq, is_transactional=transactional, base_timestamp=NOW)
+    return log.append(data, leader_epoch=0)
+
+
+def marker(log: Log, pid: int, commit: bool, epoch: int = 0, coordinator_epoch: int = 0):
+    data = encode_end_txn_marker_batch(commit=commit, producer_id=pid, producer_epoch=epoch,
+                                       coordinator_epoch=coordinator_epoch, timestamp=NOW)
+    return log.append(data, leader_epoch=0, origin=COORDINATOR)
+
+
+def replicated(log: Log) -> None:
+    log.update_high_watermark(log.log_end_offset)
+
+
+def txn_index_files(log: Log) -> dict[str, bytes]:
+    out = {}
+    for path in sorted(glob.glob(os.path.join(log.dir, "*.txnindex"))):
+        with open(path, "rb") as f:
+            out[os.path.basename(path)] = f.read()
+    return out
+
+
+def test_an_open_transaction_holds_the_lso_until_its_commit_is_replicated(shm_path):
+    log = open_log(shm_path)
+    log.append(encode_batch([(None, b"plain")], base_timestamp=NOW), leader_epoch=0)   # offset 0
+    txn(log, pid=5, seq=0)                                                                 # 1-3
+    replicated(log)
+    assert (log.high_watermark, log.last_stable_offset) == (4, 1)
+    assert log.producer_state.entry(5).current_txn_first_offset == 1
+    marker(log, 5, commit=True)                                                           # 4
+    assert log.last_stable_offset == 1           # the marker is not below the high watermark yet
+    replicated(log)
+    assert log.last_stable_offset == log.high_watermark == 5
+    assert log.collect_aborted_transactions(0, 5) == []
+    assert txn_index_files(log) == {}            # commits leave no index entry, and no file
+
+
+def test_an_abort_is_indexed_in_kafkas_format_and_collected_for_fetches(shm_path):
+    log = open_log(shm_path)
+    txn(log, pid=5, seq=0)                       # 0-2
+    txn(log, pid=6, seq=0, n=2)                  # 3-4: another producer's transaction, still open
+    marker(log, 5, commit=False)                 # 5
+    replicated(log)
+    assert log.last_stable_offset == 3
+    expected = AbortedTxn(producer_id=5, first_offset=0, last_offset=5, last_stable_offset=3)
+    assert log.collect_aborted_transactions(0, 3) == [expected]
+    assert log.collect_aborted_transactions(6, 7) == []
+    files = txn_index_files(log)
+    assert files == {"00000000000000000000.txnindex": struct.pack(">hqqqq", 0, 5, 0, 5, 3)}
+    marker(log, 6, commit=False)                 # 6: nothing else open, LSO after it is 7
+    replicated(log)
+    assert log.last_stable_offset == 7
+    assert log.collect_aborted_transactions(0, 7)[1] == AbortedTxn(6, 3, 6, 7)
+
+
+def test_markers_from_a_fenced_coordinator_or_producer_epoch_are_refused(shm_path):
+    log = open_log(shm_path)
+    txn(log, pid=5, seq=0, epoch=2)
+    marker(log, 5, commit=True, epoch=2, coordinator_epoch=3)
+    txn(log, pid=5, seq=3, epoch=2)
+    end = log.log_end_offset
+    with pytest.raises(TransactionCoordinatorFencedError):
+        marker(log, 5, commit=False, epoch=2, coordinator_epoch=2)
+    with pytest.raises(InvalidProducerEpochError):
+        marker(log, 5, commit=False, epoch=1, coordinator_epoch=3)
+    assert log.log_end_offset == end and log.producer_state.entry(5).current_txn_first_offset == 4
+    # A marker for a producer with no open transaction (a retried one) is written and changes nothing.
+    marker(log, 5, commit=True, epoch=2, coordinator_epoch=3)
+    marker(log, 5, commit=True, epoch=2, coordinator_epoch=3)
+    assert log.producer_state.ongoing == {}
+    assert log.collect_aborted_transactions(0, log.log_end_offset) == []
+
+
+def test_a_plain_batch_inside_an_open_transaction_is_refused(shm_path):
+    log = open_log(shm_path)
+    txn(log, pid=5, seq=0)
+    with pytest.raises(InvalidTxnStateError):
+        txn(log, pid=5, seq=3, transactional=False)
+    assert log.log_end_offset == 3
+
+
+def test_clients_cannot_write_markers(shm_path):
+    from kafkalike.storage.errors import InvalidRecordError
+    log = open_log(shm_path)
+    txn(log, pid=5, seq=0)
+    with pytest.raises(InvalidRecordError):
+        log.append(encode_end_txn_marker_batch(commit=True, producer_id=5, producer_epoch=0,
+                                               coordinator_epoch=0, timestamp=NOW), leader_epoch=0)
+
+
+def test_a_clean_reopen_keeps_open_transactions_through_the_snapshot(shm_path):
+    log = open_log(shm_path)
+    txn(log, pid=5, seq=0)
+    txn(log, pid=6, seq=0)
+    marker(log, 6, commit=False)
+    log.close()
+    snapshots = glob.glob(os.path.join(log.dir, "*.snapshot"))
+    assert len(snapshots) == 1
+    with open(snapshots[0], "rb") as f:
+        data = f.read()
+    # per producer: id, epoch, last seq, last offset, delta, timestamp, coordinator epoch, txn first offset
+    entries = {struct.unpack_from(">q", data, 10 + i * 46)[0]: struct.unpack_from(">qhiqiqiq", data, 10 + i * 46)
+               for i in range(2)}
+    assert entries[5][6:] == (-1, 0) and entries[6][6:] == (0, -1)
+    again = open_log(shm_path, had_clean_shutdown=True, recovery_point=log.log_end_offset)
+    again.update_high_watermark(again.log_end_offset)
+    assert again.producer_state.ongoing == {5: 0}
+    assert again.last_stable_offset == 0
+    assert again.collect_aborted_transactions(0, 7) == [AbortedTxn(6, 3, 6, 0)]   # 5 was still open
+    again.close()
+
+
+def test_recovery_after_a_crash_rebuilds_the_txn_index_and_the_lso(shm_path):
+    config = LogConfig(segment_bytes=400)
+    log = open_log(shm_path, config)
+    for round_ in range(6):                       # several segments, each with aborts and commits
+        txn(log, pid=5, seq=round_ * 3)
+        txn(log, pid=6, seq=round_ * 3)
+        marker(log, 5, commit=bool(round_ % 2))
+        marker(log, 6, commit=False)
+    txn(log, pid=7, seq=0)                        # left open by the "crash"
+    end = log.log_end_offset
+    assert len(log.segments) > 2
+    before = txn_index_files(log)
+    assert len(before) > 2
+    for segment in log.segments:                  # a kill -9: nothing closed, no snapshot at the end
+        segment.close_without_trim()
+    for path in glob.glob(os.path.join(log.dir, "*.txnindex")) + glob.glob(os.path.join(log.dir, "*.snapshot")):
+        os.unlink(path)
+    again = open_log(shm_path, config)
+    again.update_high_watermark(again.log_end_offset)
+    assert again.log_end_offset == end
+    assert txn_index_files(again) == before
+    assert again.producer_state.ongoing == {7: end - 3}
+    assert again.last_stable_offset == end - 3
+    again.close()
+
+
+def test_truncation_cuts_the_txn_index_and_reopens_the_transaction(shm_path):
+    log = open_log(shm_path)
+    txn(log, pid=5, seq=0)                        # 0-2
+    marker(log, 5, commit=False)                  # 3
+    assert len(log.collect_aborted_transactions(0, 4)) == 1
+    log.truncate_to(3)
+    assert log.collect_aborted_transactions(0, 4) == []
+    assert txn_index_files(log) == {"00000000000000000000.txnindex": b""}
+    assert log.producer_state.ongoing == {5: 0}
+    replicated(log)
+    assert log.last_stable_offset == 0
+
+
+def test_deleted_segments_take_their_txn_index_with_them(shm_path):
+    log = open_log(shm_path, LogConfig(segment_bytes=300))
+    txn(log, pid=5, seq=0)
+    marker(log, 5, commit=False)
+    first = log.segments[0].base_offset
+    for seq in range(3, 30, 3):
+        txn(log, pid=5, seq=seq)
+        marker(log, 5, commit=True)
+    replicated(log)
+    assert f"{first:020d}.txnindex" in txn_index_files(log)
+    log.maybe_increment_log_start_offset(log.segments[1].base_offset)
+    log.delete_old_segments()
+    assert f"{first:020d}.txnindex" not in txn_index_files(log)
+    assert not glob.glob(os.path.join(log.dir, f"{first:020d}.txnindex*"))
