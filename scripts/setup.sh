@@ -23,7 +23,7 @@ case "${1:-}" in
     # vagrant: the tests validate vagrant/Vagrantfile (VMs cannot boot here).
     # docker.io and debootstrap: the lab's docker backend tests start dockerd and, with no
     # registry reachable, build the lab's base image from Debian's packages.
-    --test) extras=(test spark); debs+=(vagrant docker.io debootstrap) ;;
+    --test) extras=(test spark); debs+=(vagrant docker.io debootstrap chromium) ;;
     "") ;;
     *) echo "usage: $0 [--test]" >&2; exit 2 ;;
 esac

@@ -31,7 +31,7 @@ PACKAGE = ROOT / "kafkalike"
 
 FLOORS = ("protocol", "records", "properties", "metrics", "common", "zkdata")
 MIDDLE = ("storage", "controller", "coordinator", "broker", "client")
-TOP = ("cli", "lab", "spark")
+TOP = ("cli", "lab", "spark", "dashboard")
 
 # The floors: exactly which other kafkalike units each may import.
 MAY_IMPORT_ONLY: dict[str, frozenset[str]] = {
