@@ -112,7 +112,9 @@ class Collector:
         if registered:
             self._seen.update(registered)
 
-        topics = self._topics(errors)
+        reached = cluster_id is not None or bool(live)
+        # No broker answered: the other calls would each wait out the same deadline.
+        topics = self._topics(errors) if reached else []
         for topic in topics:
             for p in topic.partitions:
                 for replica in p.replicas:
@@ -123,7 +125,7 @@ class Collector:
         topics = tuple(TopicRow(t.name, t.internal, tuple(
             PartitionRow(p.topic, p.partition, p.leader, p.replicas, p.isr, p.offline_replicas,
                          log_end.get((p.topic, p.partition))) for p in t.partitions)) for t in topics)
-        groups = self._groups(log_end, errors)
+        groups = self._groups(log_end, errors) if reached else ()
 
         counters = {PRODUCED: {}, FETCHED: {}}
         if self.metrics_urls:

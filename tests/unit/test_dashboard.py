@@ -159,3 +159,60 @@ def test_usage_errors_as_kafka_tools_print_them():
     assert code == 1 and "bogus is not a recognized option" in err
     code, out, _err = run(["--version"])
     assert code == 0 and out.startswith("2.8.")
+
+
+def test_a_look_at_a_dead_cluster_ends_within_one_call_deadline_and_says_why():
+    from kafkalike.dashboard.collect import Collector
+    from kafkalike.lab.zookeeper import free_ports
+
+    port = free_ports(1)[0]                          # nothing listens there
+    collector = Collector(f"127.0.0.1:{port}", admin_config={"default.api.timeout.ms": "1500"})
+    collector._seen[7] = ("127.0.0.1", port, None)   # a broker seen at an earlier look
+    try:
+        started = time.monotonic()
+        snap = collector.collect()
+        assert time.monotonic() - started < 1.5 + 2.5   # one call's deadline and a probe, not one per call
+    finally:
+        collector.close()
+    assert snap.errors and snap.errors[0].startswith("cluster: ")
+    assert [(b.id, b.status) for b in snap.brokers] == [(7, DOWN)]
+    assert snap.topics == () and snap.groups == ()
+
+
+def test_rates_from_the_brokers_prometheus_endpoints():
+    import http.server
+
+    from kafkalike.dashboard.collect import FETCHED, PRODUCED, Collector
+
+    text = ("# TYPE kafka_server_brokertopicmetrics_messagesin_total counter\n"
+            "kafka_server_brokertopicmetrics_messagesin_total 120.0\n"
+            'kafka_server_brokertopicmetrics_messagesin_total{topic="orders"} 100.0\n'
+            'kafka_server_brokertopicmetrics_messagesin_total{topic="clicks"} 20.0\n'
+            "# TYPE kafka_server_brokertopicmetrics_bytesout_total counter\n"
+            'kafka_server_brokertopicmetrics_bytesout_total{topic="orders"} 4096.0\n').encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.end_headers()
+            self.wfile.write(text)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/metrics"
+    collector = Collector("127.0.0.1:1", metrics_urls=[url, "http://127.0.0.1:1/metrics"])
+    try:
+        counters, errors = {PRODUCED: {}, FETCHED: {}}, []
+        collector._scrape(counters, errors)
+    finally:
+        collector.close()
+        httpd.shutdown()
+    assert collector.rate_source == "prometheus"
+    assert counters[PRODUCED] == {f"orders\t{url}": 100.0, f"clicks\t{url}": 20.0}   # the all-topics total left out
+    assert counters[FETCHED] == {f"orders\t{url}": 4096.0}
+    assert len(errors) == 1 and errors[0].startswith("metrics http://127.0.0.1:1/metrics")
