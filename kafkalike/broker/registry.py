@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from kafkalike.controller.controller import KafkaController
     from kafkalike.coordinator.coordinator import GroupCoordinator
     from kafkalike.coordinator.producer_id_manager import ProducerIdManager
+    from kafkalike.coordinator.transaction.coordinator import TransactionCoordinator
     from kafkalike.storage.manager import LogManager
     from kafkalike.zkdata import KafkaZkClient
 
@@ -68,6 +69,7 @@ class BrokerServices:
     controller: KafkaController
     producer_ids: ProducerIdManager
     epochs: BrokerEpochs
+    transactions: TransactionCoordinator | None = None
     # Kafka's RequestMetrics, which the listener records every answered request into.
     request_metrics: RequestMetrics = field(
         default_factory=lambda: RequestMetrics({key: spec.name for key, spec in APIS.items()}))
@@ -138,6 +140,10 @@ class RequestContext:
     @property
     def epochs(self) -> BrokerEpochs:
         return self.services.epochs
+
+    @property
+    def transactions(self) -> TransactionCoordinator | None:
+        return self.services.transactions
 
 
 HANDLERS: dict[int, Registration] = {}

@@ -31,6 +31,8 @@ from kafkalike.controller.controller import KafkaController
 from kafkalike.coordinator.config import OFFSETS_TOPIC
 from kafkalike.coordinator.coordinator import GroupCoordinator
 from kafkalike.coordinator.producer_id_manager import ProducerIdManager
+from kafkalike.coordinator.transaction.config import TRANSACTION_STATE_TOPIC
+from kafkalike.coordinator.transaction.coordinator import TransactionCoordinator
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.storage.manager import LogManager
 from kafkalike.storage.meta_properties import MetaProperties, read_meta_properties, write_meta_properties
@@ -65,6 +67,7 @@ class KafkaServer:
         self.controller: KafkaController | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.producer_id_manager: ProducerIdManager | None = None
+        self.transaction_coordinator: TransactionCoordinator | None = None
         self.admin: AdminManager | None = None
         self.services: BrokerServices | None = None
         self.metrics: BrokerMetrics | None = None
@@ -131,6 +134,8 @@ class KafkaServer:
         self.group_coordinator = GroupCoordinator.for_server(self)
         self.group_coordinator.startup()
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk)
+        self.transaction_coordinator = TransactionCoordinator.for_server(self)
+        self.transaction_coordinator.startup()
         self.admin = AdminManager(self.zk, self.metadata_cache, cfg, self.topic_configs, self.reactor,
                                   dynamic_config=self.dynamic_config, on_config_written=self._on_config_written)
         # Made now, so the handlers' services hold it (inactive until elected); started,
@@ -149,7 +154,8 @@ class KafkaServer:
             broker_id=self.broker_id, cluster_id=self.cluster_id, config=cfg, zk=self.zk,
             metadata=self.metadata_cache, replicas=self.replica_manager, logs=self.log_manager,
             topic_configs=self.topic_configs, groups=self.group_coordinator, admin=self.admin,
-            controller=controller, producer_ids=self.producer_id_manager, epochs=self.epochs)
+            controller=controller, producer_ids=self.producer_id_manager, epochs=self.epochs,
+            transactions=self.transaction_coordinator)
         load_handlers()
         await self._listen()
         self.metrics = await start_metrics(self)    # the Prometheus endpoint, if kafkalike.metrics.port is set
@@ -355,7 +361,14 @@ class KafkaServer:
 
     def _on_leadership_change(self, topic: str, partition: int, leader: bool, leader_epoch: int | None) -> None:
         """Kafka's KafkaApis.onLeadershipChange: the group coordinator follows leadership
-        of __consumer_offsets (loads a partition's groups as leader, drops them otherwise)."""
+        of __consumer_offsets (loads a partition's groups as leader, drops them otherwise), the
+        transaction coordinator that of __transaction_state."""
+        if topic == TRANSACTION_STATE_TOPIC:
+            if leader:
+                self.transaction_coordinator.on_elected(partition, leader_epoch)
+            else:
+                self.transaction_coordinator.on_resigned(partition, leader_epoch)
+            return
         if topic != OFFSETS_TOPIC:
             return
         if leader:
@@ -419,6 +432,8 @@ class KafkaServer:
             self._config_changes.close()
         if self.controller is not None:
             self.controller.shutdown()
+        if self.transaction_coordinator is not None:
+            self.transaction_coordinator.shutdown()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.replica_manager is not None:

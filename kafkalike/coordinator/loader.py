@@ -83,6 +83,8 @@ class LoadedPartition:
 class PartitionLoad:
     """One load in progress; `log_of()` returns the partition's log while we still lead it."""
 
+    topic = "__consumer_offsets"
+
     def __init__(self, partition: int, log_of: Callable[[], object | None], reactor,
                  on_done: Callable[["PartitionLoad"], None], slice_bytes: int = SLICE_BYTES):
         self.partition = partition
@@ -90,12 +92,15 @@ class PartitionLoad:
         self._reactor = reactor
         self._on_done = on_done
         self._slice_bytes = max(1, slice_bytes)
-        self.result = LoadedPartition()
+        self.result = self.new_result()
         self.position = -1
         self.slices = 0
         self.cancelled = False
         self.failed: Exception | None = None
         self._call = None
+
+    def new_result(self):
+        return LoadedPartition()
 
     def start(self) -> None:
         self._call = self._reactor.callLater(0, self._step)
@@ -112,7 +117,7 @@ class PartitionLoad:
         try:
             more = self._read_slice()
         except Exception as exc:   # a corrupt log: Kafka logs it and serves what it has
-            log.exception("Error loading offsets from __consumer_offsets-%d", self.partition)
+            log.exception("Error loading %s-%d", self.topic, self.partition)
             self.failed = exc
             more = False
         if more:
@@ -138,26 +143,30 @@ class PartitionLoad:
         for batch in decode_batches(data):
             if batch.next_offset <= self.position:
                 continue
-            if batch.is_control:
-                for record in batch.records():
-                    try:
-                        marker = parse_end_txn_marker(record)
-                    except InvalidRecordError:
-                        continue
-                    self.result.apply_marker(batch.producer_id, marker.control_type == ControlRecordType.COMMIT)
-            else:
-                for record in batch.records():
-                    if record.key is None:
-                        raise ValueError("Group metadata/offset entry key should not be null")
-                    try:
-                        key = decode_key(record.key)
-                    except UnknownRecordKey as exc:
-                        log.warning("Skipping record at offset %d of __consumer_offsets-%d: %s",
-                                    record.offset, self.partition, exc)
-                        continue
-                    if batch.is_transactional:
-                        self.result.apply_txn(batch.producer_id, key, record.value, batch.base_offset)
-                    else:
-                        self.result.apply(key, record.value, batch.base_offset)
+            self.replay_batch(batch)
             self.position = batch.next_offset
         return self.position < end
+
+    def replay_batch(self, batch) -> None:
+        """One batch of __consumer_offsets into the result (the transaction loader has its own)."""
+        if batch.is_control:
+            for record in batch.records():
+                try:
+                    marker = parse_end_txn_marker(record)
+                except InvalidRecordError:
+                    continue
+                self.result.apply_marker(batch.producer_id, marker.control_type == ControlRecordType.COMMIT)
+            return
+        for record in batch.records():
+            if record.key is None:
+                raise ValueError("Group metadata/offset entry key should not be null")
+            try:
+                key = decode_key(record.key)
+            except UnknownRecordKey as exc:
+                log.warning("Skipping record at offset %d of __consumer_offsets-%d: %s",
+                            record.offset, self.partition, exc)
+                continue
+            if batch.is_transactional:
+                self.result.apply_txn(batch.producer_id, key, record.value, batch.base_offset)
+            else:
+                self.result.apply(key, record.value, batch.base_offset)

@@ -100,7 +100,7 @@ def test_a_failed_claim_fails_the_waiting_requests_and_the_next_request_retries(
 
 
 def call(version: int, **fields):
-    ctx = SimpleNamespace(version=version, producer_ids=ProducerIdManager(0, MemoryStore()))
+    ctx = SimpleNamespace(version=version, producer_ids=ProducerIdManager(0, MemoryStore()), transactions=None)
     result = handle_init_producer_id(ctx, InitProducerIdRequest(transaction_timeout_ms=60000, **fields))
     if isinstance(result, defer.Deferred):
         out: list = []
@@ -122,6 +122,6 @@ def test_half_a_producer_identity_is_an_invalid_request():
     assert call(4, transactional_id=None, producer_id=42, producer_epoch=-1)[0] == ErrorCode.INVALID_REQUEST
 
 
-def test_transactional_ids_are_not_coordinated_here():
-    assert call(1, transactional_id="txn-1") == (ErrorCode.NOT_COORDINATOR, -1, -1)
+def test_transactional_ids_wait_for_a_running_transaction_coordinator():
+    assert call(1, transactional_id="txn-1") == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1)
     assert call(1, transactional_id="")[0] == ErrorCode.INVALID_REQUEST

@@ -544,20 +544,20 @@ def add_partitions(client, txn_id, partitions, version=3):
 
 
 @pytest.mark.parametrize("version", versions(24))
-def test_add_partitions_to_txn_finds_no_coordinator_here(client, version):
+def test_add_partitions_to_txn_without_a_running_coordinator(client, version):
     assert add_partitions(client, "txn", [("t", 0), ("t", 1)], version) == {
-        ("t", 0): E.NOT_COORDINATOR, ("t", 1): E.NOT_COORDINATOR}
+        ("t", 0): E.COORDINATOR_NOT_AVAILABLE, ("t", 1): E.COORDINATOR_NOT_AVAILABLE}
     assert add_partitions(client, "txn", [("t", 0), ("gone", 0)], version) == {
         ("t", 0): E.OPERATION_NOT_ATTEMPTED, ("gone", 0): E.UNKNOWN_TOPIC_OR_PARTITION}
     assert add_partitions(client, "", [("t", 0)], version) == {("t", 0): E.INVALID_REQUEST}
 
 
 @pytest.mark.parametrize("version", versions(26))
-def test_end_txn_and_add_offsets_find_no_coordinator_here(client, version):
+def test_end_txn_and_add_offsets_without_a_running_coordinator(client, version):
     end = EndTxnRequest(transactional_id="txn", producer_id=1, producer_epoch=0, committed=True)
     add = AddOffsetsToTxnRequest(transactional_id="txn", producer_id=1, producer_epoch=0, group_id="g")
-    assert client.ask(26, version, end).error_code == E.NOT_COORDINATOR
-    assert client.ask(25, version, add).error_code == E.NOT_COORDINATOR
+    assert client.ask(26, version, end).error_code == E.COORDINATOR_NOT_AVAILABLE
+    assert client.ask(25, version, add).error_code == E.COORDINATOR_NOT_AVAILABLE
     end.transactional_id = ""
     assert client.ask(26, version, end).error_code == E.INVALID_REQUEST
 

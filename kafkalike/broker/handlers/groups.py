@@ -2,18 +2,21 @@
 LeaveGroup (13), SyncGroup (14), DescribeGroups (15), ListGroups (16), DeleteGroups (42).
 
 Each decodes, asks the GroupCoordinator and answers in the request's version, as
-Kafka 2.8's KafkaApis does. FindCoordinator also creates __consumer_offsets the first
-time anyone asks for a coordinator.
+Kafka 2.8's KafkaApis does. FindCoordinator also creates __consumer_offsets (or, for
+key type 1, __transaction_state) the first time anyone asks for such a coordinator.
 """
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from twisted.internet import defer
 
 from kafkalike.broker.authorized_operations import GROUP_AUTHORIZED_OPERATIONS
+from kafkalike.broker.handlers.transactions import transaction_coordinator
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.coordinator.config import OFFSETS_TOPIC
+from kafkalike.coordinator.transaction.config import TRANSACTION_STATE_TOPIC
 from kafkalike.coordinator.results import JoinResult, LeaveResult, SyncResult
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
@@ -57,14 +60,27 @@ def handle_find_coordinator(ctx: RequestContext, request: FindCoordinatorRequest
     key_type = request.key_type if ctx.version >= 1 else GROUP_KEY_TYPE
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return _coordinator_answer(ErrorCode.INVALID_REQUEST)
-    coordinator = coordinator_of(ctx)
-    if key_type == TRANSACTION_KEY_TYPE or coordinator is None:
-        return _coordinator_answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if key_type == TRANSACTION_KEY_TYPE:
+        coordinator = transaction_coordinator(ctx)
+        if coordinator is None:
+            return _coordinator_answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        config = coordinator.config
+        topic = InternalTopic(TRANSACTION_STATE_TOPIC, config.transaction_log_num_partitions,
+                              config.transaction_log_replication_factor, coordinator.transaction_topic_configs(),
+                              "transaction.state.log.replication.factor", "transactions state topic")
+    else:
+        coordinator = coordinator_of(ctx)
+        if coordinator is None:
+            return _coordinator_answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        config = coordinator.config
+        topic = InternalTopic(OFFSETS_TOPIC, config.offsets_topic_partitions,
+                              config.offsets_topic_replication_factor, config.offsets_topic_configs(),
+                              "offsets.topic.replication.factor", "offsets topic")
     cache = ctx.metadata
-    if not cache.contains(OFFSETS_TOPIC):
-        _create_offsets_topic(ctx, coordinator)
+    if not cache.contains(topic.name):
+        _create_internal_topic(ctx, topic)
         return _coordinator_answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    info = cache.partition(OFFSETS_TOPIC, coordinator.partition_for(request.key))
+    info = cache.partition(topic.name, coordinator.partition_for(request.key))
     broker = cache.brokers.get(info.leader) if info is not None and info.leader >= 0 else None
     endpoint = broker.endpoint(ctx.connection.factory.listener_name) if broker is not None else None
     if endpoint is None:
@@ -77,24 +93,34 @@ def _coordinator_answer(error: ErrorCode, node_id: int = -1, host: str = "", por
                                    node_id=node_id, host=host, port=port)
 
 
-def _create_offsets_topic(ctx: RequestContext, coordinator) -> None:
+@dataclass(frozen=True)
+class InternalTopic:
+    """__consumer_offsets or __transaction_state, as FindCoordinator creates it."""
+
+    name: str
+    partitions: int
+    replication_factor: int
+    configs: dict[str, str]
+    replication_key: str
+    description: str
+
+
+def _create_internal_topic(ctx: RequestContext, topic: InternalTopic) -> None:
     """Fire and forget, as Kafka does: the client keeps asking until a leader is known."""
-    config = coordinator.config
     alive = len(ctx.metadata.alive_broker_ids())
-    if alive < config.offsets_topic_replication_factor:
+    if alive < topic.replication_factor:
         log.error("Number of alive brokers '%d' does not meet the required replication factor '%d' for the "
-                  "offsets topic (configured via 'offsets.topic.replication.factor'). This error can be "
-                  "ignored if the cluster is starting up and not all brokers are up yet.",
-                  alive, config.offsets_topic_replication_factor)
+                  "%s (configured via '%s'). This error can be ignored if the cluster is starting up and not "
+                  "all brokers are up yet.", alive, topic.replication_factor, topic.description,
+                  topic.replication_key)
         return
     d = defer.ensureDeferred(ctx.admin.create_topic(
-        OFFSETS_TOPIC, config.offsets_topic_partitions, config.offsets_topic_replication_factor,
-        configs=config.offsets_topic_configs(), timeout_ms=0))
+        topic.name, topic.partitions, topic.replication_factor, configs=topic.configs, timeout_ms=0))
 
     def report(result) -> None:
         if result.error not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.REQUEST_TIMED_OUT):
-            log.warning("Creation of %s failed: %s %s", OFFSETS_TOPIC, result.error.name, result.message or "")
-    d.addCallbacks(report, lambda f: log.error("Creation of %s failed: %s", OFFSETS_TOPIC, f.getTraceback()))
+            log.warning("Creation of %s failed: %s %s", topic.name, result.error.name, result.message or "")
+    d.addCallbacks(report, lambda f: log.error("Creation of %s failed: %s", topic.name, f.getTraceback()))
 
 
 # -- JoinGroup / SyncGroup ---------------------------------------------------------------

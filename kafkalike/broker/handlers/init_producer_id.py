@@ -1,17 +1,15 @@
-"""InitProducerId (22): a producer id for an idempotent producer.
-
-Kafka 2.8 answers in three ways, and so do we:
+"""InitProducerId (22): a producer id for an idempotent or a transactional producer.
 
 - transactional_id null (an idempotent producer): a new producer id from this broker's
   ProducerIdManager with epoch 0, always. Kafka's coordinator "blindly accepts" these,
   including v3+ requests that carry the producer's old id and epoch (KIP-360): for an
   idempotent producer the epoch bump after UNKNOWN_PRODUCER_ID happens in the client,
-  and a fresh id is what a broker returns when asked. We do the same rather than invent
-  a bump Kafka does not make.
+  and a fresh id is what a broker returns when asked.
 - transactional_id empty: INVALID_REQUEST (the coordinator's own check).
-- any other transactional id: NOT_COORDINATOR, what a Kafka broker answers when it is
-  not the transaction coordinator of that id; this broker runs none yet (see
-  transactions.py), so the client keeps looking for one until its timeout.
+- any other transactional id: the transaction coordinator's answer (a new epoch, the
+  fencing of older instances; kafkalike/coordinator/transaction/coordinator.py). Before
+  v4 (KIP-588) PRODUCER_FENCED is answered INVALID_PRODUCER_EPOCH, which older clients
+  know.
 
 A request carrying only one of producer_id and producer_epoch is INVALID_REQUEST, as
 KafkaApis checks before asking the coordinator.
@@ -20,6 +18,7 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
+from kafkalike.broker.handlers.transactions import fenced_for, transaction_coordinator
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
@@ -44,8 +43,16 @@ def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest)
     if (given_id == NO_PRODUCER_ID) != (given_epoch == NO_PRODUCER_EPOCH):
         return _error(ErrorCode.INVALID_REQUEST)
     if request.transactional_id is not None:
-        return _error(ErrorCode.INVALID_REQUEST if request.transactional_id == ""
-                      else ErrorCode.NOT_COORDINATOR)
+        if request.transactional_id == "":
+            return _error(ErrorCode.INVALID_REQUEST)
+        coordinator = transaction_coordinator(ctx)
+        if coordinator is None:
+            return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        expected = None if given_id == NO_PRODUCER_ID else (given_id, given_epoch)
+        d = coordinator.init_producer_id(request.transactional_id, request.transaction_timeout_ms, expected)
+        return d.addCallback(lambda r: InitProducerIdResponse(
+            error_code=int(fenced_for(ctx.version, 4, r.error)), producer_id=r.producer_id,
+            producer_epoch=r.producer_epoch))
     manager = ctx.producer_ids
     if manager is None:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE)

@@ -1,32 +1,21 @@
-"""AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26), WriteTxnMarkers (27),
-TxnOffsetCommit (28), on a broker with no transaction coordinator yet.
+"""AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26) and TxnOffsetCommit (28).
 
-Kafka 2.8 always runs one; this broker answers as a Kafka broker whose coordinator
-owns no partition of __transaction_state, the state of every Kafka broker that is not
-the coordinator for a given transactional id:
+The first three go to the transaction coordinator (kafkalike/coordinator/transaction),
+TxnOffsetCommit to the group coordinator, as in Kafka 2.8's KafkaApis. Answers wait
+for the coordinator's write to __transaction_state (or __consumer_offsets).
 
-- AddPartitionsToTxn, AddOffsetsToTxn, EndTxn: NOT_COORDINATOR (INVALID_REQUEST for an
-  empty transactional id, checked first as the coordinator does). AddPartitionsToTxn
-  first fails the whole request if a partition is unknown: UNKNOWN_TOPIC_OR_PARTITION
-  for those and OPERATION_NOT_ATTEMPTED for the rest, as KafkaApis does. The client
-  looks for the coordinator again and retries until its transaction times out; nothing
-  is written anywhere.
-- TxnOffsetCommit goes to the group coordinator, which in Kafka writes transactional
-  offsets that only the transaction's markers make visible. Without markers that
-  cannot be done safely, so the known partitions get COORDINATOR_NOT_AVAILABLE, what
-  Kafka answers while the group coordinator is not running (retriable: no offset is
-  stored, none is lost); unknown ones get UNKNOWN_TOPIC_OR_PARTITION and an empty group
-  id INVALID_GROUP_ID, as in Kafka.
-- WriteTxnMarkers comes from a transaction coordinator, or from an admin client
-  aborting a hanging transaction (KIP-664). Writing markers without producer state
-  would be half a transaction protocol, so every partition is answered
-  UNSUPPORTED_VERSION, which is what Kafka answers when its inter-broker protocol
-  cannot carry transactions, and no marker is appended. Since no producer of this
-  cluster can start a transaction, there is no transaction a marker could end.
+Clients older than KIP-588 (AddPartitionsToTxn and AddOffsetsToTxn and EndTxn before
+v2) do not know PRODUCER_FENCED: they get INVALID_PRODUCER_EPOCH, which they treat
+the same way (fatal). WriteTxnMarkers, which partition leaders serve, is in
+write_txn_markers.py.
 """
 from __future__ import annotations
 
+from twisted.internet import defer
+
 from kafkalike.broker.registry import RequestContext, handler
+from kafkalike.coordinator.config import OFFSETS_TOPIC
+from kafkalike.coordinator.records import NO_LEADER_EPOCH, OffsetAndMetadata
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from kafkalike.protocol.messages.add_partitions_to_txn import (AddPartitionsToTxnRequest,
@@ -36,14 +25,24 @@ from kafkalike.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kafkalike.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 
-def _coordinator_error(transactional_id: str | None) -> ErrorCode:
-    if not transactional_id:
-        return ErrorCode.INVALID_REQUEST
-    return ErrorCode.NOT_COORDINATOR
+def transaction_coordinator(ctx: RequestContext):
+    """The broker's TransactionCoordinator, or None while it does not run."""
+    coordinator = ctx.transactions
+    return coordinator if coordinator is not None and coordinator.active else None
+
+
+def fenced_for(version: int, first_version_with_producer_fenced: int, error: ErrorCode) -> ErrorCode:
+    if error == ErrorCode.PRODUCER_FENCED and version < first_version_with_producer_fenced:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return error
 
 
 def _known(ctx: RequestContext, topic: str, partition: int) -> bool:
     return ctx.metadata.partition(topic, partition) is not None
+
+
+def _coordinator_error(transactional_id: str | None) -> ErrorCode:
+    return ErrorCode.INVALID_REQUEST if not transactional_id else ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
 # -- AddPartitionsToTxn ----------------------------------------------------------------
@@ -62,53 +61,102 @@ def _add_partitions_error(request, version: int, code: ErrorCode) -> AddPartitio
 
 
 @handler(24, error_response=_add_partitions_error)
-def handle_add_partitions_to_txn(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
+def handle_add_partitions_to_txn(ctx: RequestContext, request: AddPartitionsToTxnRequest):
+    # Unknown partitions fail the whole request before the coordinator hears of it.
     errors: dict[str, dict[int, ErrorCode]] = {}
+    unknown = False
     for t in request.topics:
         for p in t.partitions:
-            errors.setdefault(t.name, {})[p] = (ErrorCode.OPERATION_NOT_ATTEMPTED if _known(ctx, t.name, p)
+            known = _known(ctx, t.name, p)
+            unknown |= not known
+            errors.setdefault(t.name, {})[p] = (ErrorCode.OPERATION_NOT_ATTEMPTED if known
                                                 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    if all(code == ErrorCode.OPERATION_NOT_ATTEMPTED for parts in errors.values() for code in parts.values()):
+    if unknown:
+        return _add_partitions_response(errors)
+    coordinator = transaction_coordinator(ctx)
+    if coordinator is None:
         return _add_partitions_error(request, ctx.version, _coordinator_error(request.transactional_id))
-    return _add_partitions_response(errors)
+    partitions = {(t.name, p) for t in request.topics for p in t.partitions}
+    d = coordinator.add_partitions_to_transaction(request.transactional_id, request.producer_id,
+                                                  request.producer_epoch, partitions)
+    return d.addCallback(lambda error: _add_partitions_error(request, ctx.version, fenced_for(ctx.version, 2, error)))
 
 
 # -- AddOffsetsToTxn, EndTxn -----------------------------------------------------------
 
 
 @handler(25)
-def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
-    return AddOffsetsToTxnResponse(error_code=int(_coordinator_error(request.transactional_id)))
+def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTxnRequest):
+    coordinator = transaction_coordinator(ctx)
+    groups = ctx.groups
+    if coordinator is None or groups is None:
+        return AddOffsetsToTxnResponse(error_code=int(_coordinator_error(request.transactional_id)))
+    partition = (OFFSETS_TOPIC, groups.partition_for(request.group_id))
+    d = coordinator.add_partitions_to_transaction(request.transactional_id, request.producer_id,
+                                                  request.producer_epoch, {partition})
+    return d.addCallback(lambda error: AddOffsetsToTxnResponse(error_code=int(fenced_for(ctx.version, 2, error))))
 
 
 @handler(26)
-def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
-    return EndTxnResponse(error_code=int(_coordinator_error(request.transactional_id)))
+def handle_end_txn(ctx: RequestContext, request: EndTxnRequest):
+    coordinator = transaction_coordinator(ctx)
+    if coordinator is None:
+        return EndTxnResponse(error_code=int(_coordinator_error(request.transactional_id)))
+    d = coordinator.end_transaction(request.transactional_id, request.producer_id, request.producer_epoch,
+                                    request.committed)
+    return d.addCallback(lambda error: EndTxnResponse(error_code=int(fenced_for(ctx.version, 2, error))))
 
 
 # -- TxnOffsetCommit -------------------------------------------------------------------
 
 
-def _txn_commit_error(request, version: int, code: ErrorCode) -> TxnOffsetCommitResponse:
+def _txn_commit_answer(request, errors: dict[tuple[str, int], ErrorCode]) -> TxnOffsetCommitResponse:
     R = TxnOffsetCommitResponse
-    topics = request.topics if request is not None else []
     return R(topics=[R.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
-        R.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=int(code))
-        for p in t.partitions]) for t in topics])
+        R.TxnOffsetCommitResponsePartition(partition_index=p.partition_index,
+                                           error_code=int(errors.get((t.name, p.partition_index), ErrorCode.NONE)))
+        for p in t.partitions]) for t in request.topics])
+
+
+def _txn_commit_error(request, version: int, code: ErrorCode) -> TxnOffsetCommitResponse:
+    if request is None:
+        return TxnOffsetCommitResponse(topics=[])
+    return _txn_commit_answer(request, {(t.name, p.partition_index): code
+                                        for t in request.topics for p in t.partitions})
 
 
 @handler(28, error_response=_txn_commit_error)
-def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
-    coordinator_error = ErrorCode.INVALID_GROUP_ID if not request.group_id else ErrorCode.COORDINATOR_NOT_AVAILABLE
-    response = _txn_commit_error(request, ctx.version, coordinator_error)
-    for topic in response.topics:
-        for p in topic.partitions:
-            if not _known(ctx, topic.name, p.partition_index):
-                p.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    return response
+def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitRequest):
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    wanted = {}
+    for t in request.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if _known(ctx, *tp):
+                wanted[tp] = p
+            else:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if not request.group_id:
+        return _txn_commit_error(request, ctx.version, ErrorCode.INVALID_GROUP_ID)
+    if not wanted:
+        return _txn_commit_answer(request, errors)
+    groups = ctx.groups
+    if groups is None or not groups.active:
+        return _txn_commit_answer(request, {**errors, **{tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in wanted}})
+    now = groups.now_ms()
+    offsets = {tp: OffsetAndMetadata(
+        offset=p.committed_offset,
+        leader_epoch=p.committed_leader_epoch if ctx.version >= 2 else NO_LEADER_EPOCH,
+        metadata=p.committed_metadata if p.committed_metadata is not None else "",
+        commit_timestamp=now) for tp, p in wanted.items()}
+    v3 = ctx.version >= 3
+    d: defer.Deferred = groups.commit_txn_offsets(
+        request.group_id, request.producer_id, request.producer_epoch, request.member_id if v3 else "",
+        request.group_instance_id if v3 else None, request.generation_id if v3 else -1, offsets)
+    return d.addCallback(lambda done: _txn_commit_answer(request, {**errors, **done}))
 
 
-# -- WriteTxnMarkers -------------------------------------------------------------------
+# -- WriteTxnMarkers (until write_txn_markers.py, the partition leaders' side, replaces it) --
 
 
 def _markers_error(request, version: int, code: ErrorCode) -> WriteTxnMarkersResponse:
@@ -122,4 +170,5 @@ def _markers_error(request, version: int, code: ErrorCode) -> WriteTxnMarkersRes
 
 @handler(27, error_response=_markers_error)
 def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
+    """A broker without the leader side of transactions appends no marker."""
     return _markers_error(request, ctx.version, ErrorCode.UNSUPPORTED_VERSION)

@@ -1,0 +1,313 @@
+"""The transaction coordinator on a Clock, over a real ReplicaManager and Log (its records
+must really land in __transaction_state), with partition leaders played by a fake
+connection that records WriteTxnMarkers and answers as the test says.
+
+InitProducerId with epochs and fencing, AddPartitionsToTxn, EndTxn with the two-phase
+commit (PrepareX in the log, markers, CompleteX), timeouts, expiry, and a new
+coordinator finishing what the old one left between prepare and complete."""
+from __future__ import annotations
+
+import types
+
+import pytest
+from twisted.internet import defer
+from twisted.internet.task import Clock
+
+from kafkalike.broker.replica_manager import ReplicaManager
+from kafkalike.cli.dump_log_decoders import format_transaction_record
+from kafkalike.coordinator.producer_id_manager import ProducerIdManager
+from kafkalike.coordinator.transaction.config import TRANSACTION_STATE_TOPIC, TransactionConfig
+from kafkalike.coordinator.transaction.coordinator import TransactionCoordinator
+from kafkalike.coordinator.transaction.metadata import (EMPTY, ONGOING, PREPARE_COMMIT, IllegalTransactionTransition,
+                                                        TransactionMetadata)
+from kafkalike.coordinator.transaction.records import read_key, read_value
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.write_txn_markers import WriteTxnMarkersResponse
+from kafkalike.records import iter_records
+from kafkalike.storage.config import LogConfig
+from kafkalike.storage.manager import LogManager
+from tests.unit.test_coordinator_membership import fired
+from tests.unit.test_coordinator_producer_ids import MemoryStore
+
+START_S = 1_700_000_000
+TXN = "txn-a"
+TP = ("out", 0)
+
+
+class FakeLeaders:
+    """The metadata cache and the partition leaders' WriteTxnMarkers."""
+
+    def __init__(self) -> None:
+        self.topics = {"out": {0: 1, 1: 2}, "__consumer_offsets": {0: 1}}
+        endpoint = types.SimpleNamespace(host="h", port=1)
+        broker = types.SimpleNamespace(endpoint=lambda listener: endpoint)
+        self.brokers = {1: broker, 2: broker}
+        self.requests: list = []
+        self.error = ErrorCode.NONE
+        self.hold = False
+
+    def contains(self, topic):
+        return topic in self.topics
+
+    def partition(self, topic, p):
+        leader = self.topics.get(topic, {}).get(p)
+        return None if leader is None else types.SimpleNamespace(leader=leader)
+
+    def connect(self, host, port):
+        leaders = self
+
+        class Conn:
+            closed = defer.Deferred()
+
+            def request(self, body, version):
+                leaders.requests.append(body)
+                R = WriteTxnMarkersResponse
+                return defer.succeed(R(markers=[R.WritableTxnMarkerResult(producer_id=m.producer_id, topics=[
+                    R.WritableTxnMarkerTopicResult(name=t.name, partitions=[
+                        R.WritableTxnMarkerPartitionResult(partition_index=p, error_code=int(leaders.error))
+                        for p in t.partition_indexes]) for t in m.topics]) for m in body.markers]))
+
+            def close(self):
+                pass
+        return defer.succeed(Conn())
+
+    def markers(self):
+        return [(m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch,
+                 sorted((t.name, p) for t in m.topics for p in t.partition_indexes))
+                for r in self.requests for m in r.markers]
+
+
+class Harness:
+    def __init__(self, path, **overrides):
+        self.clock = Clock()
+        self.clock.advance(START_S)
+        self.log_manager = LogManager([str(path)], LogConfig(), clock=self.now)
+        self.replicas = ReplicaManager(0, self.log_manager, self.clock, lambda topic: LogConfig(), self.now)
+        settings = dict(transaction_log_num_partitions=1, transaction_log_replication_factor=1)
+        settings.update(overrides)
+        self.config = TransactionConfig(**settings)
+        self.producer_ids = ProducerIdManager(0, MemoryStore())
+        self.leaders = FakeLeaders()
+        self.coordinator = self.new_coordinator()
+        self.lead(epoch=0)
+
+    def now(self) -> int:
+        return int(self.clock.seconds() * 1000)
+
+    def new_coordinator(self) -> TransactionCoordinator:
+        c = TransactionCoordinator(0, self.config, self.producer_ids, self.replicas, self.leaders, "PLAINTEXT",
+                                   self.clock, connect=self.leaders.connect)
+        c.startup()
+        return c
+
+    def lead(self, epoch: int, coordinator=None) -> None:
+        coordinator = coordinator or self.coordinator
+        part = self.replicas.get_or_create_partition((TRANSACTION_STATE_TOPIC, 0), True)
+        part.make_leader(types.SimpleNamespace(leader=0, leader_epoch=epoch, zk_version=0, controller_epoch=1,
+                                               replicas=[0], isr=[0]), self.now())
+        coordinator.on_elected(0, epoch)
+        self.settle()
+
+    def settle(self) -> None:
+        for _ in range(20):
+            self.clock.advance(0.1)
+
+    def init(self, txn=TXN, timeout_ms=60000, expected=None):
+        r = fired(self.coordinator.init_producer_id(txn, timeout_ms, expected))
+        return r.error, r.producer_id, r.producer_epoch
+
+    def add(self, pid, epoch, partitions=(TP,), txn=TXN):
+        return fired(self.coordinator.add_partitions_to_transaction(txn, pid, epoch, set(partitions)))
+
+    def end(self, pid, epoch, committed=True, txn=TXN):
+        return fired(self.coordinator.end_transaction(txn, pid, epoch, committed))
+
+    def log_states(self) -> list[str]:
+        part = self.replicas.partitions[(TRANSACTION_STATE_TOPIC, 0)]
+        data = part.log.read(0, 1 << 20, max_offset=part.log.log_end_offset)
+        return [str(read_value(read_key(r.key), r.value).state) for r in iter_records(data)]
+
+    def metadata(self, txn=TXN) -> TransactionMetadata:
+        return self.coordinator.state.get_transaction_state(txn)[1].metadata
+
+
+@pytest.fixture
+def h(shm_path) -> Harness:
+    harness = Harness(shm_path)
+    yield harness
+    harness.coordinator.shutdown()
+    harness.log_manager.shutdown()
+
+
+def test_init_gives_a_producer_id_and_each_init_a_new_epoch(h):
+    error, pid, epoch = h.init()
+    assert (error, epoch) == (ErrorCode.NONE, 0)
+    assert h.init() == (ErrorCode.NONE, pid, 1)
+    assert h.init(txn="other")[1] != pid
+    assert h.log_states() == ["Empty", "Empty", "Empty"]
+
+
+def test_init_refuses_bad_ids_and_timeouts(h):
+    assert h.init(txn="")[0] == ErrorCode.INVALID_REQUEST
+    assert h.init(timeout_ms=900001)[0] == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+    assert h.init(timeout_ms=0)[0] == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+
+
+def test_commit_writes_prepare_then_markers_then_complete(h):
+    _e, pid, epoch = h.init()
+    assert h.add(pid, epoch, [("out", 0), ("out", 1), ("__consumer_offsets", 0)]) == ErrorCode.NONE
+    assert h.metadata().state is ONGOING
+    assert h.add(pid, epoch, [("out", 0)]) == ErrorCode.NONE          # already in: no write
+    assert h.end(pid, epoch, committed=True) == ErrorCode.NONE
+    h.settle()
+    assert sorted(h.leaders.markers()) == [
+        (pid, epoch, True, 0, [("__consumer_offsets", 0), ("out", 0)]), (pid, epoch, True, 0, [("out", 1)])]
+    assert h.log_states() == ["Empty", "Ongoing", "PrepareCommit", "CompleteCommit"]
+    assert h.end(pid, epoch, committed=True) == ErrorCode.NONE       # a retried commit
+    assert h.end(pid, epoch, committed=False) == ErrorCode.INVALID_TXN_STATE
+    # the next transaction starts from CompleteCommit
+    assert h.add(pid, epoch, [("out", 1)]) == ErrorCode.NONE
+    assert h.end(pid, epoch, committed=False) == ErrorCode.NONE
+    h.settle()
+    assert h.log_states()[-3:] == ["Ongoing", "PrepareAbort", "CompleteAbort"]
+
+
+def test_wrong_producers_are_refused(h):
+    _e, pid, epoch = h.init()
+    assert h.add(pid + 1, epoch) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert h.add(pid, epoch + 1) == ErrorCode.PRODUCER_FENCED
+    assert h.add(pid, epoch, txn="unknown") == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert h.end(pid, epoch) == ErrorCode.INVALID_TXN_STATE             # nothing to end
+
+
+def test_markers_in_flight_make_others_wait(h):
+    _e, pid, epoch = h.init()
+    h.add(pid, epoch)
+    h.leaders.error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert h.end(pid, epoch) == ErrorCode.NONE
+    h.settle()
+    assert h.metadata().state is PREPARE_COMMIT
+    assert h.add(pid, epoch) == ErrorCode.CONCURRENT_TRANSACTIONS
+    assert h.init()[0] == ErrorCode.CONCURRENT_TRANSACTIONS
+    assert len(h.leaders.requests) > 1                                     # retried
+    h.leaders.topics["out"][0] = 2                                         # a new leader takes it
+    h.leaders.error = ErrorCode.NONE
+    h.settle()
+    assert h.log_states()[-1] == "CompleteCommit"
+
+
+def test_a_deleted_partition_is_dropped_from_the_transaction(h):
+    _e, pid, epoch = h.init()
+    h.add(pid, epoch, [("out", 0), ("out", 1)])
+    del h.leaders.topics["out"]
+    assert h.end(pid, epoch) == ErrorCode.NONE
+    h.settle()
+    assert h.leaders.requests == []
+    assert h.log_states()[-1] == "CompleteCommit"
+
+
+def test_a_new_instance_fences_the_old_and_aborts_its_transaction(h):
+    _e, pid, epoch = h.init()
+    h.add(pid, epoch)
+    # the new instance must wait while the old one's transaction is aborted
+    assert h.init() == (ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1)
+    assert h.end(pid, epoch) == ErrorCode.PRODUCER_FENCED                  # fenced at once
+    h.settle()
+    assert h.leaders.markers() == [(pid, epoch + 1, False, 0, [TP])]
+    assert h.init() == (ErrorCode.NONE, pid, epoch + 2)
+    assert h.add(pid, epoch) == ErrorCode.PRODUCER_FENCED
+    assert h.log_states() == ["Empty", "Ongoing", "PrepareAbort", "CompleteAbort", "Empty"]
+
+
+def test_kip_360_expected_epochs(h):
+    _e, pid, epoch = h.init()
+    assert h.init(expected=(pid, epoch)) == (ErrorCode.NONE, pid, epoch + 1)
+    assert h.init(expected=(pid, epoch)) == (ErrorCode.NONE, pid, epoch + 1)   # a retry: same epoch
+    assert h.init(expected=(pid + 7, 0))[0] == ErrorCode.PRODUCER_FENCED
+    h.init()                                                                   # another instance
+    assert h.init(expected=(pid, epoch + 1))[0] == ErrorCode.PRODUCER_FENCED
+
+
+def test_an_exhausted_epoch_rotates_the_producer_id(h):
+    _e, pid, _epoch = h.init()
+    h.metadata().producer_epoch = 32766
+    error, new_pid, epoch = h.init()
+    assert (error, epoch) == (ErrorCode.NONE, 0) and new_pid != pid
+
+
+def test_a_transaction_past_its_timeout_is_aborted(shm_path):
+    h = Harness(shm_path, abort_timed_out_transactions_interval_ms=1000)
+    try:
+        _e, pid, epoch = h.init(timeout_ms=5000)
+        h.add(pid, epoch)
+        h.clock.advance(3)
+        assert h.metadata().state is ONGOING
+        h.clock.advance(3)
+        h.settle()
+        assert h.log_states()[-2:] == ["PrepareAbort", "CompleteAbort"]
+        assert h.end(pid, epoch) == ErrorCode.PRODUCER_FENCED
+        assert h.init()[2] == epoch + 2
+    finally:
+        h.coordinator.shutdown()
+        h.log_manager.shutdown()
+
+
+def test_an_idle_transactional_id_expires(shm_path):
+    h = Harness(shm_path, transactional_id_expiration_ms=10_000, remove_expired_transactional_ids_interval_ms=1000)
+    try:
+        _e, pid, _epoch = h.init()
+        h.clock.advance(12)
+        assert h.coordinator.state.get_transaction_state(TXN) == (None, None)
+        part = h.replicas.partitions[(TRANSACTION_STATE_TOPIC, 0)]
+        data = part.log.read(0, 1 << 20, max_offset=part.log.log_end_offset)
+        assert [r.value for r in iter_records(data)][-1] is None                # a tombstone
+        assert h.init()[1] != pid
+    finally:
+        h.coordinator.shutdown()
+        h.log_manager.shutdown()
+
+
+def test_a_new_coordinator_completes_a_prepared_commit(h):
+    _e, pid, epoch = h.init()
+    h.add(pid, epoch)
+    h.leaders.error = ErrorCode.NOT_LEADER_OR_FOLLOWER                      # markers cannot land yet
+    assert h.end(pid, epoch) == ErrorCode.NONE
+    h.settle()
+    h.coordinator.on_resigned(0, 1)
+    h.coordinator.shutdown()
+    h.leaders.error = ErrorCode.NONE
+    h.leaders.requests.clear()
+    h.coordinator = h.new_coordinator()
+    h.lead(epoch=2)
+    assert h.leaders.markers() == [(pid, epoch, True, 2, [TP])]            # the new coordinator epoch
+    assert h.log_states()[-2:] == ["PrepareCommit", "CompleteCommit"]
+    assert h.metadata().state.state_name == "CompleteCommit"
+    assert h.init()[2] == epoch + 1
+
+
+def test_requests_while_loading_or_elsewhere(h):
+    h.coordinator.on_resigned(0, 1)
+    assert h.init()[0] == ErrorCode.NOT_COORDINATOR
+    h.coordinator.on_elected(0, 2)
+    assert h.init()[0] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+
+def test_the_state_table_refuses_illegal_transitions():
+    m = TransactionMetadata("t", 1, -1, 0, -1, 1000, EMPTY)
+    with pytest.raises(IllegalTransactionTransition):
+        m.prepare_abort_or_commit(PREPARE_COMMIT, 0)                          # Empty -> PrepareCommit
+    m.prepare_add_partitions({TP}, 5)
+    with pytest.raises(IllegalTransactionTransition):
+        m.prepare_add_partitions({TP}, 5)                                    # one pending at a time
+
+
+def test_records_read_by_kafka_dump_log_decoder(h):
+    _e, pid, epoch = h.init()
+    h.add(pid, epoch)
+    part = h.replicas.partitions[(TRANSACTION_STATE_TOPIC, 0)]
+    data = part.log.read(0, 1 << 20, max_offset=part.log.log_end_offset)
+    record = list(iter_records(data))[-1]
+    assert format_transaction_record(record.key, record.value) == (
+        f"transaction_metadata::transactionalId={TXN}",
+        f"producerId:{pid},producerEpoch:{epoch},state=Ongoing,partitions=[out-0],"
+        f"txnLastUpdateTimestamp={h.now()},txnTimeoutMs=60000")
