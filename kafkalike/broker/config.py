@@ -467,6 +467,16 @@ SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 
+def _listener_prefixed(name: str) -> bool:
+    """listener.name.<listener>.<key> (and .<mechanism>.sasl.jaas.config): a known key for one
+    listener, as Kafka's listener-prefixed configs."""
+    parts = name.split(".", 3)
+    if len(parts) < 4 or parts[:2] != ["listener", "name"]:
+        return False
+    rest = parts[3]
+    return rest in BROKER_CONFIG or rest.endswith(".sasl.jaas.config")
+
+
 # ---------------------------------------------------------------- listeners
 
 @dataclass(frozen=True)
@@ -569,7 +579,8 @@ class KafkaConfig:
 
     def __init__(self, props: Mapping[str, Any], *, hostname: str | None = None) -> None:
         self.originals: dict[str, Any] = dict(props)
-        self.unknown_keys: list[str] = sorted(k for k in props if k not in BROKER_CONFIG)
+        self.unknown_keys: list[str] = sorted(k for k in props if k not in BROKER_CONFIG
+                                              and not _listener_prefixed(k))
         self._hostname = hostname
         self._values = parse_all(_KEYS, props)
         self._protocol_map = parse_protocol_map(self._values["listener.security.protocol.map"])

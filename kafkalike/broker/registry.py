@@ -90,6 +90,12 @@ class RequestContext:
     connection: KafkaConnection | None = None
 
     @property
+    def principal(self) -> str:
+        """Who sent the request: "User:<name>" from SASL, "User:<DN>" from a TLS client
+        certificate, else "User:ANONYMOUS" (the authorizer's input)."""
+        return getattr(self.connection, "principal", "User:ANONYMOUS")
+
+    @property
     def broker_id(self) -> int:
         return self.services.broker_id
 

@@ -16,13 +16,15 @@ from twisted.internet.endpoints import TCP4ServerEndpoint
 
 from kafkalike.broker.admin_manager import AdminManager
 from kafkalike.broker.alter_isr import AlterIsrManager
-from kafkalike.broker.config import KafkaConfig, api_version_at_least
+from kafkalike.broker.config import ConfigError, KafkaConfig, api_version_at_least
 from kafkalike.broker.config_changes import ConfigChangeListener
 from kafkalike.broker.dynamic_config import LOG_CONFIGS, DynamicBrokerConfig
 from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.broker.metadata_cache import MetadataCache
 from kafkalike.broker.metrics import BrokerMetrics, start_metrics
-from kafkalike.broker.network import KafkaServerFactory
+from kafkalike.broker.network import listening_factory
+from kafkalike.broker.security.listener import all_listener_security, inter_broker_client_security
+from kafkalike.common import outbound
 from kafkalike.broker.registry import BrokerEpochs, BrokerServices, load_handlers
 from kafkalike.broker.replica_fetcher import ReplicaFetcherManager
 from kafkalike.broker.replica_manager import ReplicaManager
@@ -93,6 +95,13 @@ class KafkaServer:
         # AbstractConfig.logAll: Kafka logs every value before anything else.
         logging.getLogger("kafka.server.KafkaConfig").info(cfg.values_banner().rstrip("\n"))
         log.info("starting")
+        # Keystores, truststores and SASL settings are read before anything else, so a bad
+        # one stops start-up naming its key (docs/security.md).
+        try:
+            self.listener_security = all_listener_security(cfg)
+            outbound.set_default_security(inter_broker_client_security(cfg))
+        except ConfigError as exc:
+            raise StartupError(f"org.apache.kafka.common.config.ConfigException: {exc}") from None
         for warning in cfg.unknown_key_warnings():
             log.warning(warning)
         log.info("Connecting to zookeeper on %s", cfg.zookeeper_connect)
@@ -224,8 +233,9 @@ class KafkaServer:
         # advertised.listeners change is stored and takes effect at the next start.
         self._advertised_listeners = self.config.advertised_listeners
         for ep in self.config.listeners:
-            factory = KafkaServerFactory(self.services, self.config.get("socket.request.max.bytes"))
-            factory.listener_name = ep.listener_name
+            factory = listening_factory(self.services, self.config.get("socket.request.max.bytes"),
+                                        self.listener_security.get(ep.listener_name), ep.listener_name,
+                                        self.reactor)
             endpoint = TCP4ServerEndpoint(self.reactor, ep.port, interface=ep.host or "")
             port = await endpoint.listen(factory)
             self.ports.append(port)
@@ -379,7 +389,6 @@ class KafkaServer:
     async def _controlled_shutdown(self) -> None:
         """Ask the controller to move our leaderships away first (Kafka's controlled
         shutdown), so clients never see this broker's partitions offline."""
-        from kafkalike.common import outbound
         from kafkalike.protocol.messages.controlled_shutdown import ControlledShutdownRequest
         retries = self.config.get("controlled.shutdown.max.retries")
         backoff = self.config.get("controlled.shutdown.retry.backoff.ms") / 1000.0

@@ -1,13 +1,14 @@
-"""SaslHandshake (17) and SaslAuthenticate (36) on a PLAINTEXT listener.
+"""SaslHandshake (17) and SaslAuthenticate (36).
 
-On a SASL listener Kafka's authenticator consumes these two before any request
-reaches the API layer; what reaches the API layer is a client talking SASL on a
-connection that needs none (PLAINTEXT, the only kind this broker listens on), or one
-already authenticated. Kafka 2.8 answers both with ILLEGAL_SASL_STATE: the handshake
-with an empty mechanism list (the enabled list is the authenticator's answer to an
-unknown mechanism, UNSUPPORTED_SASL_MECHANISM, which never happens here), and
-SaslAuthenticate with the sentence below and no bytes. Clients then report that the
-broker does not expect SASL, which is the truth.
+On a SASL listener they go to the connection's authenticator
+(broker/security/authenticator.py): the login, and with connections.max.reauth.ms a
+re-authentication (KIP-368). A failed login is answered, then the connection is closed
+after connection.failed.authentication.delay.ms.
+
+Otherwise (a PLAINTEXT or SSL listener, or a SASL connection already authenticated and
+not re-authenticating) Kafka 2.8's KafkaApis answers both with ILLEGAL_SASL_STATE: the
+handshake with an empty mechanism list, SaslAuthenticate with the sentence below and no
+bytes. Clients then report that the broker does not expect SASL, which is the truth.
 """
 from __future__ import annotations
 
@@ -29,11 +30,30 @@ def _authenticate_error(request, version: int, code: ErrorCode,
                                     session_lifetime_ms=0)
 
 
+def _authenticator(ctx: RequestContext):
+    return getattr(ctx.connection, "authenticator", None)
+
+
 @handler(17, error_response=_handshake_error)
 def handle_sasl_handshake(ctx: RequestContext, request: SaslHandshakeRequest) -> SaslHandshakeResponse:
-    return _handshake_error(request, ctx.version, ErrorCode.ILLEGAL_SASL_STATE)
+    auth = _authenticator(ctx)
+    if auth is None or (auth.complete and not auth.wants_reauthentication(17)):
+        return _handshake_error(request, ctx.version, ErrorCode.ILLEGAL_SASL_STATE)
+    response, close = auth.handshake(request.mechanism, ctx.version)
+    if close:
+        ctx.connection.close_after_failed_authentication()
+    return response
 
 
 @handler(36, error_response=_authenticate_error)
-def handle_sasl_authenticate(ctx: RequestContext, request: SaslAuthenticateRequest) -> SaslAuthenticateResponse:
-    return _authenticate_error(request, ctx.version, ErrorCode.ILLEGAL_SASL_STATE, AUTHENTICATE_MESSAGE)
+def handle_sasl_authenticate(ctx: RequestContext, request: SaslAuthenticateRequest):
+    auth = _authenticator(ctx)
+    if auth is None or auth.complete:
+        return _authenticate_error(request, ctx.version, ErrorCode.ILLEGAL_SASL_STATE, AUTHENTICATE_MESSAGE)
+
+    def answer(result):
+        response, close = result
+        if close:
+            ctx.connection.close_after_failed_authentication()
+        return response
+    return auth.authenticate(bytes(request.auth_bytes), ctx.version).addCallback(answer)

@@ -1,0 +1,329 @@
+"""Third-party clients over every security protocol the broker speaks (issue 16).
+
+One broker listens on PLAINTEXT (the lab's readiness check), SSL (PKCS12 keystore, PEM
+truststore), SASL_PLAINTEXT and SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) and an
+SSL listener that requires client certificates (PEM keystore per KIP-651, set with
+listener-prefixed keys). Certificates are made by the test. confluent-kafka (librdkafka),
+kcat, kafka-python and aiokafka produce and consume on each, and are refused with Kafka's
+errors when a password or certificate is wrong. SCRAM users are created the way operators
+do, with an AlterUserScramCredentials call from confluent-kafka's admin client.
+"""
+from __future__ import annotations
+
+import asyncio
+import asyncio
+import shutil
+import subprocess
+import subprocess
+import time
+import uuid
+from typing import Iterator
+
+import pytest
+
+from kafkalike.lab.cluster import Cluster
+from kafkalike.lab.zookeeper import free_ports
+from tests.conftest import scratch_dir
+from tests.security_certs import JAAS_PLAIN, PASSWORD, Pki, make_pki
+
+SCRAM_USERS = {"scram256": ("SCRAM-SHA-256", "s256-secret"), "scram512": ("SCRAM-SHA-512", "s512-secret")}
+
+
+class SecureBroker:
+    def __init__(self, broker, pki: Pki, ports: dict[str, int]) -> None:
+        self.broker, self.pki, self.ports = broker, pki, ports
+
+    def addr(self, listener: str) -> str:
+        return f"127.0.0.1:{self.ports[listener]}"
+
+
+def broker_overrides(pki: Pki, ports: dict[str, int]) -> dict[str, str]:
+    names = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT",
+             "SASL_SSL": "SASL_SSL", "MTLS": "SSL"}
+    return {
+        "listeners": ",".join(f"{n}://127.0.0.1:{ports[n]}" for n in names),
+        "listener.security.protocol.map": ",".join(f"{n}:{p}" for n, p in names.items()),
+        "ssl.keystore.type": "PKCS12", "ssl.keystore.location": pki.path("broker.p12"),
+        "ssl.keystore.password": PASSWORD,
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": pki.path("ca.pem"),
+        "listener.name.mtls.ssl.client.auth": "required",
+        "listener.name.mtls.ssl.keystore.type": "PEM",
+        "listener.name.mtls.ssl.keystore.location": pki.path("broker.pem"),
+        "listener.name.mtls.ssl.key.password": PASSWORD,
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS_PLAIN,
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS_PLAIN,
+        "connection.failed.authentication.delay.ms": "50",
+    }
+
+
+@pytest.fixture(scope="module")
+def secure(module_zk_chroot: str) -> Iterator[SecureBroker]:
+    base = scratch_dir("security")
+    pki = make_pki(base / "pki")
+    ports = dict(zip(["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", "MTLS"], free_ports(5)))
+    cluster = Cluster(module_zk_chroot, base, 1, broker_overrides(pki, ports))
+    cluster.brokers[0].port = ports["PLAINTEXT"]
+    try:
+        cluster.start()
+        _create_scram_users(f"127.0.0.1:{ports['PLAINTEXT']}")
+        yield SecureBroker(cluster.brokers[0], pki, ports)
+    finally:
+        cluster.kill()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _create_scram_users(bootstrap: str) -> None:
+    from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism,
+                                       UserScramCredentialUpsertion)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    upserts = [UserScramCredentialUpsertion(user, ScramCredentialInfo(getattr(ScramMechanism, mech.replace("-", "_")),
+                                                                      4096), pw.encode())
+               for user, (mech, pw) in SCRAM_USERS.items()]
+    for future in admin.alter_user_scram_credentials(upserts).values():
+        future.result(30)
+
+
+def librdkafka_config(secure: SecureBroker, listener: str, mechanism: str | None = None,
+                      password_ok: bool = True) -> dict:
+    protocol = {"MTLS": "SSL"}.get(listener, listener)
+    conf = {"bootstrap.servers": secure.addr(listener), "security.protocol": protocol.lower()}
+    if "SSL" in protocol:
+        conf["ssl.ca.location"] = secure.pki.path("ca.pem")
+    if listener == "MTLS":
+        conf["ssl.certificate.location"] = secure.pki.path("client-cert.pem")
+        conf["ssl.key.location"] = secure.pki.path("client-key.pem")
+    if mechanism:
+        user, pw = _user_for(mechanism)
+        conf.update({"sasl.mechanism": mechanism, "sasl.username": user,
+                     "sasl.password": pw if password_ok else "wrong-" + pw})
+    return conf
+
+
+def _user_for(mechanism: str) -> tuple[str, str]:
+    if mechanism == "PLAIN":
+        return "alice", "alice-secret"
+    user = next(u for u, (m, _) in SCRAM_USERS.items() if m == mechanism)
+    return user, SCRAM_USERS[user][1]
+
+
+CASES = [("SSL", None), ("MTLS", None), ("SASL_PLAINTEXT", "PLAIN"), ("SASL_PLAINTEXT", "SCRAM-SHA-256"),
+         ("SASL_PLAINTEXT", "SCRAM-SHA-512"), ("SASL_SSL", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512")]
+
+
+def _roundtrip_confluent(conf: dict, topic: str, n: int = 5) -> list[bytes]:
+    from confluent_kafka import Consumer, Producer
+    producer = Producer(conf)
+    for i in range(n):
+        producer.produce(topic, f"m{i}".encode())
+    assert producer.flush(30) == 0
+    consumer = Consumer({**conf, "group.id": "g-" + uuid.uuid4().hex[:6], "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < n and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            got.append(msg.value())
+    consumer.close()
+    return got
+
+
+@pytest.mark.parametrize("listener,mechanism", CASES)
+def test_confluent_kafka_produces_and_consumes(secure, listener, mechanism):
+    topic = f"cf-{listener.lower()}-{(mechanism or 'tls').lower()}"
+    got = _roundtrip_confluent(librdkafka_config(secure, listener, mechanism), topic)
+    assert got == [f"m{i}".encode() for i in range(5)]
+
+
+def _kcat_args(secure: SecureBroker, listener: str, mechanism: str | None, password_ok: bool = True) -> list[str]:
+    args = ["kcat", "-b", secure.addr(listener)]
+    for key, value in librdkafka_config(secure, listener, mechanism, password_ok).items():
+        if key != "bootstrap.servers":
+            args += ["-X", f"{'sasl.mechanisms' if key == 'sasl.mechanism' else key}={value}"]
+    return args
+
+
+@pytest.mark.parametrize("listener,mechanism", [("SSL", None), ("SASL_SSL", "SCRAM-SHA-256"),
+                                                ("SASL_PLAINTEXT", "PLAIN")])
+def test_kcat_produces_and_consumes(secure, listener, mechanism):
+    base = _kcat_args(secure, listener, mechanism)
+    topic = f"kcat-{listener.lower()}"
+    subprocess.run(base + ["-P", "-t", topic], input=b"one\ntwo\nthree\n", check=True, timeout=60)
+    out = subprocess.run(base + ["-C", "-t", topic, "-o", "beginning", "-e", "-q"], capture_output=True,
+                         check=True, timeout=60)
+    assert out.stdout.split() == [b"one", b"two", b"three"]
+
+
+def test_kcat_with_a_wrong_password_is_refused_with_kafkas_message(secure):
+    out = subprocess.run(_kcat_args(secure, "SASL_PLAINTEXT", "SCRAM-SHA-512", password_ok=False)
+                         + ["-L", "-m", "5"], capture_output=True, timeout=60)
+    assert out.returncode != 0
+    assert (b"Authentication failed during authentication due to invalid credentials with SASL mechanism "
+            b"SCRAM-SHA-512") in out.stderr
+
+
+def _librdkafka_errors(conf: dict, wait: float = 5) -> list:
+    from confluent_kafka import Producer
+    errors: list = []
+    producer = Producer({**conf, "error_cb": errors.append})
+    deadline = time.monotonic() + wait
+    while not errors and time.monotonic() < deadline:
+        producer.poll(0.2)
+    return errors
+
+
+@pytest.mark.parametrize("mechanism,message", [
+    ("PLAIN", "Authentication failed: Invalid username or password"),
+    ("SCRAM-SHA-256", "Authentication failed during authentication due to invalid credentials with SASL "
+                      "mechanism SCRAM-SHA-256")])
+def test_confluent_kafka_with_a_wrong_password_gets_an_authentication_error(secure, mechanism, message):
+    from confluent_kafka import KafkaError
+    errors = _librdkafka_errors(librdkafka_config(secure, "SASL_SSL", mechanism, password_ok=False))
+    assert errors and errors[0].code() == KafkaError._AUTHENTICATION, errors
+    assert message in errors[0].str()
+    log = secure.broker.server_log.read_text()
+    assert "Failed authentication with 127.0.0.1" in log
+
+
+def test_a_client_without_a_certificate_is_refused_where_client_auth_is_required(secure):
+    conf = librdkafka_config(secure, "MTLS")
+    del conf["ssl.certificate.location"], conf["ssl.key.location"]
+    errors = _librdkafka_errors(conf)
+    assert errors and "certificate required" in errors[0].str(), errors
+
+
+def test_a_certificate_from_an_untrusted_ca_is_refused(secure):
+    conf = librdkafka_config(secure, "MTLS")
+    conf["ssl.certificate.location"] = secure.pki.path("rogue-cert.pem")
+    conf["ssl.key.location"] = secure.pki.path("rogue-key.pem")
+    errors = _librdkafka_errors(conf)
+    assert errors and ("unknown ca" in errors[0].str().lower() or "alert" in errors[0].str().lower()), errors
+
+
+def test_a_client_that_does_not_trust_the_broker_ca_refuses_it(secure):
+    conf = librdkafka_config(secure, "SSL")
+    conf["ssl.ca.location"] = secure.pki.path("rogue-cert.pem")
+    errors = _librdkafka_errors(conf)
+    assert errors and "certificate verify failed" in errors[0].str(), errors
+
+
+def test_a_sasl_listener_closes_on_a_request_before_authentication(secure):
+    """Metadata before SaslHandshake: Kafka's authenticator closes the connection."""
+    from kafkalike.client.connection import BrokerConnection
+    from kafkalike.protocol.messages.metadata import MetadataRequest
+    conn = BrokerConnection("127.0.0.1", secure.ports["SASL_PLAINTEXT"], timeout=5)
+    conn.connect()
+    try:
+        with pytest.raises(Exception):
+            conn.send(MetadataRequest(topics=[]), version=1)
+    finally:
+        conn.close()
+    assert "Unexpected Kafka request of type Metadata during SASL handshake" in secure.broker.server_log.read_text()
+
+
+def _kafka_python_config(secure: SecureBroker, listener: str, mechanism: str | None, password_ok=True) -> dict:
+    protocol = {"MTLS": "SSL"}.get(listener, listener)
+    conf = {"bootstrap_servers": secure.addr(listener), "security_protocol": protocol}
+    if "SSL" in protocol:
+        conf["ssl_cafile"] = secure.pki.path("ca.pem")
+    if listener == "MTLS":
+        conf["ssl_certfile"] = secure.pki.path("client-cert.pem")
+        conf["ssl_keyfile"] = secure.pki.path("client-key.pem")
+    if mechanism:
+        user, pw = _user_for(mechanism)
+        conf.update(sasl_mechanism=mechanism, sasl_plain_username=user,
+                    sasl_plain_password=pw if password_ok else "wrong")
+    return conf
+
+
+@pytest.mark.parametrize("listener,mechanism", [("MTLS", None), ("SASL_SSL", "SCRAM-SHA-512"),
+                                                ("SASL_PLAINTEXT", "SCRAM-SHA-256")])
+def test_kafka_python_produces_and_consumes(secure, listener, mechanism):
+    import kafka
+    conf = _kafka_python_config(secure, listener, mechanism)
+    topic = f"kp-{listener.lower()}-{(mechanism or 'tls').lower()}"
+    producer = kafka.KafkaProducer(**conf)
+    for i in range(3):
+        producer.send(topic, f"kp{i}".encode())
+    producer.flush(30)
+    producer.close()
+    consumer = kafka.KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=15000,
+                                   group_id="kp-" + uuid.uuid4().hex[:6], **conf)
+    got = []
+    for msg in consumer:
+        got.append(msg.value)
+        if len(got) == 3:
+            break
+    consumer.close()
+    assert got == [b"kp0", b"kp1", b"kp2"]
+
+
+def test_kafka_python_with_a_wrong_password_logs_the_brokers_refusal(secure, caplog):
+    import kafka
+    import kafka.errors
+    with pytest.raises(kafka.errors.KafkaError):
+        kafka.KafkaProducer(request_timeout_ms=5000, max_block_ms=5000,
+                            **_kafka_python_config(secure, "SASL_PLAINTEXT", "SCRAM-SHA-512", password_ok=False))
+    assert any("SaslAuthenticationFailed" in r.getMessage() or "Authentication failed" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records][-5:]
+
+
+def _aiokafka_config(secure: SecureBroker, listener: str, mechanism: str | None, password_ok=True) -> dict:
+    from aiokafka.helpers import create_ssl_context
+    protocol = {"MTLS": "SSL"}.get(listener, listener)
+    conf = {"bootstrap_servers": secure.addr(listener), "security_protocol": protocol}
+    if "SSL" in protocol:
+        cert = dict(certfile=secure.pki.path("client-cert.pem"), keyfile=secure.pki.path("client-key.pem")) \
+            if listener == "MTLS" else {}
+        conf["ssl_context"] = create_ssl_context(cafile=secure.pki.path("ca.pem"), **cert)
+    if mechanism:
+        user, pw = _user_for(mechanism)
+        conf.update(sasl_mechanism=mechanism, sasl_plain_username=user,
+                    sasl_plain_password=pw if password_ok else "wrong")
+    return conf
+
+
+@pytest.mark.parametrize("listener,mechanism", [("SSL", None), ("SASL_SSL", "PLAIN"),
+                                                ("SASL_PLAINTEXT", "SCRAM-SHA-512")])
+def test_aiokafka_produces_and_consumes(secure, listener, mechanism):
+    import aiokafka
+    topic = f"aio-{listener.lower()}-{(mechanism or 'tls').lower()}"
+
+    async def run():
+        producer = aiokafka.AIOKafkaProducer(**_aiokafka_config(secure, listener, mechanism))
+        await producer.start()
+        try:
+            for i in range(3):
+                await producer.send_and_wait(topic, f"a{i}".encode())
+        finally:
+            await producer.stop()
+        consumer = aiokafka.AIOKafkaConsumer(topic, auto_offset_reset="earliest", group_id="aio-" + uuid.uuid4().hex[:6],
+                                             **_aiokafka_config(secure, listener, mechanism))
+        await consumer.start()
+        got = []
+        try:
+            async with asyncio.timeout(30):
+                async for msg in consumer:
+                    got.append(msg.value)
+                    if len(got) == 3:
+                        break
+        finally:
+            await consumer.stop()
+        return got
+    assert asyncio.run(run()) == [b"a0", b"a1", b"a2"]
+
+
+def test_aiokafka_with_a_wrong_password_is_refused(secure, caplog):
+    import aiokafka
+    import aiokafka.errors
+
+    async def run():
+        producer = aiokafka.AIOKafkaProducer(**_aiokafka_config(secure, "SASL_PLAINTEXT", "PLAIN", password_ok=False))
+        try:
+            await producer.start()
+        finally:
+            await producer.stop()
+    with pytest.raises(aiokafka.errors.KafkaConnectionError):
+        asyncio.run(run())
+    assert any("Authentication failed: Invalid username or password" in r.getMessage() for r in caplog.records)
