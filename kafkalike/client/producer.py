@@ -205,7 +205,8 @@ class KafkaProducer:
         self._partitioner = resolve_partitioner(cfg["partitioner.class"], cfg)
         self._sticky = callable(getattr(self._partitioner, "on_new_batch", None))
         self._interceptors = _load_interceptors(cfg["interceptor.classes"], cfg)
-        self._max_block = cfg["max.block.ms"] / 1000
+        # Long.MaxValue, the "never give up" Java users write, is past what a thread can wait.
+        self._max_block = min(cfg["max.block.ms"] / 1000, threading.TIMEOUT_MAX)
         self._max_request_size = cfg["max.request.size"]
         self._buffer_memory = cfg["buffer.memory"]
         self._metadata = Metadata(addresses, retry_backoff_ms=cfg["retry.backoff.ms"],
