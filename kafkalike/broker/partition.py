@@ -181,9 +181,12 @@ class Partition:
 
     # -- reads ------------------------------------------------------------------------
 
-    def fetch_upper_bound(self, replica_id: int) -> int:
-        """Consumers stop at the high watermark; followers read to the log end."""
-        return self.log.log_end_offset if replica_id >= 0 else self.high_watermark
+    def fetch_upper_bound(self, replica_id: int, isolation_level: int = 0) -> int:
+        """Followers read to the log end; consumers stop at the high watermark, read_committed
+        ones (isolation level 1) at the last stable offset."""
+        if replica_id >= 0:
+            return self.log.log_end_offset
+        return self.log.last_stable_offset if isolation_level == 1 else self.high_watermark
 
     def diverging_epoch(self, last_fetched_epoch: int, fetch_offset: int) -> tuple[int, int] | None:
         """Where a follower's history leaves ours (Fetch v12 DivergingEpoch), if it does."""

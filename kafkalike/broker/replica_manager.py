@@ -19,8 +19,9 @@ from kafkalike.broker.purgatory import DelayedOperation, Purgatory
 from kafkalike.metrics.stats import ReplicaStats
 from kafkalike.protocol.errors import ErrorCode, KafkaProtocolError
 from kafkalike.storage import errors as storage_errors
-from kafkalike.storage.producer_state import (InvalidProducerEpochError, OutOfOrderSequenceError,
-                                                UnknownProducerIdError)
+from kafkalike.storage.producer_state import (InvalidProducerEpochError, InvalidTxnStateError,
+                                              OutOfOrderSequenceError, TransactionCoordinatorFencedError,
+                                              UnknownProducerIdError)
 
 if TYPE_CHECKING:
     from kafkalike.broker.alter_isr import AlterIsrManager
@@ -35,6 +36,7 @@ log = logging.getLogger("kafka.server.ReplicaManager")
 state_log = logging.getLogger("state.change.logger")
 
 TopicPartition = tuple[str, int]
+READ_COMMITTED = 1   # Fetch and ListOffsets isolation_level
 # (topic, partition, now leader?, leader epoch or None when the replica stopped): who
 # follows leadership of internal topics (the group coordinator) hears of every change.
 LeadershipListener = Callable[[str, int, bool, "int | None"], None]
@@ -55,6 +57,8 @@ def error_for(exc: Exception) -> ErrorCode:
         (OutOfOrderSequenceError, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
         (InvalidProducerEpochError, ErrorCode.INVALID_PRODUCER_EPOCH),
         (UnknownProducerIdError, ErrorCode.UNKNOWN_PRODUCER_ID),
+        (InvalidTxnStateError, ErrorCode.INVALID_TXN_STATE),
+        (TransactionCoordinatorFencedError, ErrorCode.TRANSACTION_COORDINATOR_FENCED),
     ]
     for cls, code in mapping:
         if isinstance(exc, cls):
@@ -90,6 +94,9 @@ class FetchResult:
     records: object = b""
     log_end_offset: int = -1
     diverging: tuple[int, int] | None = None
+    last_stable_offset: int = -1
+    # read_committed only: (producer id, first offset) of the aborted transactions in range
+    aborted_transactions: list[tuple[int, int]] | None = None
 
 
 @dataclass
@@ -99,6 +106,7 @@ class FetchParams:
     min_bytes: int
     max_bytes: int
     partitions: dict[TopicPartition, FetchSpec] = field(default_factory=dict)
+    isolation_level: int = 0     # 1: read_committed (consumers stop at the last stable offset)
 
 
 class DelayedProduce(DelayedOperation):
@@ -145,7 +153,7 @@ class DelayedFetch(DelayedOperation):
             part = self.manager.partitions.get(tp)
             if part is None or not part.is_leader:
                 return self.force_complete()     # leadership moved: answer now
-            end = part.fetch_upper_bound(self.params.replica_id)
+            end = part.fetch_upper_bound(self.params.replica_id, self.params.isolation_level)
             if spec.fetch_offset > end:
                 return self.force_complete()     # truncated under us: answer (with error)
             available += self.manager.bytes_between(part, spec.fetch_offset, end)
@@ -311,19 +319,29 @@ class ReplicaManager:
                 part = self.leader_partition(tp, known_topic)
                 part.check_leader_epoch(spec.current_leader_epoch)
                 diverging = part.diverging_epoch(spec.last_fetched_epoch, spec.fetch_offset)
+                log_ = part.log
                 if diverging is not None:
-                    results[tp] = FetchResult(ErrorCode.NONE, part.high_watermark, part.log.log_start_offset,
-                                              b"", part.log.log_end_offset, diverging)
+                    results[tp] = FetchResult(ErrorCode.NONE, part.high_watermark, log_.log_start_offset,
+                                              b"", log_.log_end_offset, diverging, log_.last_stable_offset)
                     continue
-                upper = part.fetch_upper_bound(params.replica_id)
+                committed = params.isolation_level == READ_COMMITTED and params.replica_id < 0
+                upper = part.fetch_upper_bound(params.replica_id, params.isolation_level)
                 limit = min(spec.max_bytes, max(budget, 0))
-                data = part.log.read(spec.fetch_offset, limit, max_offset=upper,
-                                     min_one_batch=first_batch_owed)
+                data = log_.read(spec.fetch_offset, limit, max_offset=upper,
+                                 min_one_batch=first_batch_owed)
                 if data:
                     first_batch_owed = False
                     budget -= len(data)
-                results[tp] = FetchResult(ErrorCode.NONE, part.high_watermark,
-                                          part.log.log_start_offset, data, part.log.log_end_offset)
+                aborted = None
+                if committed:
+                    # Transactions overlapping the range read: up to the LSO, which bounds it
+                    # (Kafka bounds it tighter by an index lookup; extra entries are harmless,
+                    # a consumer applies only those its records reach).
+                    aborted = ([(t.producer_id, t.first_offset)
+                                for t in log_.collect_aborted_transactions(spec.fetch_offset, upper)]
+                               if data else [])
+                results[tp] = FetchResult(ErrorCode.NONE, part.high_watermark, log_.log_start_offset, data,
+                                          log_.log_end_offset, None, log_.last_stable_offset, aborted)
             except Exception as exc:
                 code = error_for(exc)
                 if code == ErrorCode.UNKNOWN_SERVER_ERROR:

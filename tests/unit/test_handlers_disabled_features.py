@@ -44,7 +44,6 @@ from kafkalike.protocol.messages.sasl_authenticate import SaslAuthenticateReques
 from kafkalike.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from kafkalike.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kafkalike.protocol.messages.update_features import UpdateFeaturesRequest
-from kafkalike.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from kafkalike.records.batch import encode_batch
 from kafkalike.storage.config import LogConfig
 from kafkalike.storage.manager import LogManager
@@ -574,19 +573,6 @@ def test_txn_offset_commit_stores_nothing_and_says_retry(client, version):
         (0, E.COORDINATOR_NOT_AVAILABLE), (7, E.UNKNOWN_TOPIC_OR_PARTITION)]
     request.group_id = ""
     assert client.ask(28, version, request).topics[0].partitions[0].error_code == E.INVALID_GROUP_ID
-
-
-@pytest.mark.parametrize("version", versions(27))
-def test_write_txn_markers_appends_nothing(disk_server, version):
-    part = disk_server.host("t", 0, records=2)
-    R = WriteTxnMarkersRequest
-    marker = R.WritableTxnMarker(producer_id=9, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
-                                 topics=[R.WritableTxnMarkerTopic(name="t", partition_indexes=[0, 1])])
-    resp = Client(disk_server).ask(27, version, R(markers=[marker]))
-    assert [(m.producer_id, t.name, p.partition_index, p.error_code)
-            for m in resp.markers for t in m.topics for p in t.partitions] == [
-        (9, "t", 0, E.UNSUPPORTED_VERSION), (9, "t", 1, E.UNSUPPORTED_VERSION)]
-    assert part.log.log_end_offset == 2
 
 
 # -- features --------------------------------------------------------------------------

@@ -5,9 +5,8 @@ the partition or follows it (the admin client asks the leader unless told otherw
 an unknown topic is UNKNOWN_TOPIC_OR_PARTITION, a partition of a known topic that this
 broker does not host NOT_LEADER_OR_FOLLOWER (UNKNOWN_TOPIC_OR_PARTITION if the topic
 has no such partition). Each producer the log's producer state knows is reported with
-its epoch, last sequence and last timestamp; without transactions there is no
-coordinator epoch or open transaction, so those are -1 as in Kafka for idempotent-only
-producers.
+its epoch, last sequence, last timestamp, the coordinator epoch of its last marker and
+the first offset of its open transaction (-1 for none, as for idempotent-only producers).
 """
 from __future__ import annotations
 
@@ -34,7 +33,8 @@ def handle_describe_producers(ctx: RequestContext, request: DescribeProducersReq
                 code = ErrorCode.NONE
                 producers = [_R.ProducerState(
                     producer_id=e.producer_id, producer_epoch=e.epoch, last_sequence=e.last_seq,
-                    last_timestamp=e.last_timestamp, coordinator_epoch=-1, current_txn_start_offset=-1)
+                    last_timestamp=e.last_timestamp, coordinator_epoch=e.coordinator_epoch,
+                    current_txn_start_offset=e.current_txn_first_offset)
                     for e in hosted.log.active_producers()]
             elif cache.partition(t.name, p) is not None:
                 code = ErrorCode.NOT_LEADER_OR_FOLLOWER

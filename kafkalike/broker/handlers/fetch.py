@@ -1,5 +1,10 @@
 """Fetch (1): consumers read below the high watermark, followers to the log end.
 
+isolation_level 1 (read_committed, v4+) stops consumers at the last stable offset and
+lists the aborted transactions overlapping what was read (from the segments' txn
+indexes), so the client drops their records without the broker decoding any; every
+answer carries the partition's last stable offset, as Kafka's does.
+
 Waits in the fetch purgatory for fetch.min.bytes up to fetch.max.wait.ms. Fetch
 sessions (KIP-227) are not kept: every answer has session id 0, which tells clients
 to send full fetch requests, as a Kafka broker with a full session cache does.
@@ -28,6 +33,7 @@ from kafkalike.records.message_format import ConversionError, down_convert
 
 _Topic = FetchResponse.FetchableTopicResponse
 _Part = FetchResponse.FetchablePartitionResponse
+_Aborted = FetchResponse.AbortedTransaction
 log = logging.getLogger("kafka.server.KafkaApis")
 _log_magic = functools.lru_cache(maxsize=64)(_record_version)  # magic of a message.format.version
 
@@ -35,7 +41,7 @@ _log_magic = functools.lru_cache(maxsize=64)(_record_version)  # magic of a mess
 @handler(1, versions=(0, 12))
 def handle_fetch(ctx: RequestContext, request: FetchRequest):
     params = FetchParams(request.replica_id, request.max_wait_ms, max(request.min_bytes, 0),
-                         request.max_bytes)
+                         request.max_bytes, isolation_level=request.isolation_level if ctx.version >= 4 else 0)
     order = []
     for t in request.topics:
         for p in t.partitions:
@@ -99,10 +105,14 @@ def _answer(results, order, version: int, convert: _Conversion | None = None) ->
             topics.append(_Topic(topic=topic, partition_responses=[]))
         ok = error == ErrorCode.NONE
         hw = r.high_watermark if offsets_valid else -1
+        lso = r.last_stable_offset if offsets_valid and ok else -1
+        aborted = None
+        if r.aborted_transactions is not None and ok:
+            aborted = [_Aborted(producer_id=pid, first_offset=first) for pid, first in r.aborted_transactions]
         topics[-1].partition_responses.append(_Part(
             partition=partition, error_code=int(error), high_watermark=hw,
-            last_stable_offset=hw, log_start_offset=r.log_start_offset if offsets_valid else -1,
-            aborted_transactions=None,
+            last_stable_offset=lso, log_start_offset=r.log_start_offset if offsets_valid else -1,
+            aborted_transactions=aborted,
             record_set=records if ok and records is not None else b""))
         if r.diverging is not None:
             part = topics[-1].partition_responses[-1]

@@ -6,7 +6,10 @@ from them too): those are checked by Kafka's rules and up-converted to one v2 ba
 (kafkalike.records.message_format), because the log holds v2 only. So are records for
 a topic whose message.format.version predates 0.11, whatever the version, so that the
 topic refuses what its format cannot hold (idempotence, transactions, headers) and
-keeps no timestamps where magic 0 has none. Responses take their fields by version
+keeps no timestamps where magic 0 has none. Transactional batches need the request's
+transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED without one, as Kafka 2.8); as in
+2.8, nothing else checks that the producer's transaction was begun with the coordinator:
+the log opens it at the first transactional batch. Responses take their fields by version
 (throttle time from v1, log append time from v2), which the codec does.
 """
 from __future__ import annotations
@@ -23,7 +26,7 @@ from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.produce import ProduceRequest, ProduceResponse
 from kafkalike.records.convert import needs_recompression, recompress, target_codec
 from kafkalike.records.compression import ZSTD
-from kafkalike.records.header import ATTRIBUTES, CODEC_MASK, MAGIC, InvalidRecordError
+from kafkalike.records.header import ATTRIBUTES, CODEC_MASK, MAGIC, TRANSACTIONAL_MASK, InvalidRecordError
 from kafkalike.records.message_format import (
     ConversionError, ProduceRules, from_producer, needs_conversion,
 )
@@ -38,6 +41,13 @@ _log_magic = functools.lru_cache(maxsize=64)(_record_version)
 
 @handler(0, versions=(0, 9))
 def handle_produce(ctx: RequestContext, request: ProduceRequest):
+    if not request.transactional_id and _has_transactional_records(request):
+        # Kafka 2.8 authorizes the transactional id first; without one there is nothing to
+        # authorize, and the whole request fails (a transaction needs its id's coordinator).
+        if request.acks == 0:
+            ctx.connection.transport.loseConnection()
+            return None
+        return _answer(request, {}, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if request.acks not in (-1, 0, 1):
         return _answer(request, {}, ErrorCode.INVALID_REQUIRED_ACKS)
     entries = {}
@@ -81,6 +91,18 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest):
 def _zstd_batch(records) -> bool:
     """Whether the first batch is a v2 batch compressed with zstd (its attributes' codec bits)."""
     return len(records) > ATTRIBUTES + 1 and records[MAGIC] == 2 and records[ATTRIBUTES + 1] & CODEC_MASK == ZSTD
+
+
+def _has_transactional_records(request) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords: the first v2 batch of any partition has the
+    transactional attribute (read from the header, no records decoded)."""
+    for topic in request.topic_data:
+        for p in topic.partition_data:
+            records = p.records
+            if (records is not None and len(records) > ATTRIBUTES + 1 and records[MAGIC] == 2
+                    and records[ATTRIBUTES + 1] & TRANSACTIONAL_MASK):
+                return True
+    return False
 
 
 def _as_topic_stores_it(ctx: RequestContext, topic: str, records):

@@ -22,7 +22,6 @@ from kafkalike.protocol.messages.add_partitions_to_txn import (AddPartitionsToTx
                                                                AddPartitionsToTxnResponse)
 from kafkalike.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from kafkalike.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
-from kafkalike.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 
 def transaction_coordinator(ctx: RequestContext):
@@ -154,21 +153,3 @@ def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitReques
         request.group_id, request.producer_id, request.producer_epoch, request.member_id if v3 else "",
         request.group_instance_id if v3 else None, request.generation_id if v3 else -1, offsets)
     return d.addCallback(lambda done: _txn_commit_answer(request, {**errors, **done}))
-
-
-# -- WriteTxnMarkers (until write_txn_markers.py, the partition leaders' side, replaces it) --
-
-
-def _markers_error(request, version: int, code: ErrorCode) -> WriteTxnMarkersResponse:
-    R = WriteTxnMarkersResponse
-    markers = request.markers if request is not None else []
-    return R(markers=[R.WritableTxnMarkerResult(producer_id=m.producer_id, topics=[
-        R.WritableTxnMarkerTopicResult(name=t.name, partitions=[
-            R.WritableTxnMarkerPartitionResult(partition_index=p, error_code=int(code))
-            for p in t.partition_indexes]) for t in m.topics]) for m in markers])
-
-
-@handler(27, error_response=_markers_error)
-def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
-    """A broker without the leader side of transactions appends no marker."""
-    return _markers_error(request, ctx.version, ErrorCode.UNSUPPORTED_VERSION)
