@@ -53,7 +53,8 @@ def _read(key: str, location: str) -> bytes:
     try:
         return Path(location).read_bytes()
     except OSError as exc:
-        raise KeystoreError(key, location, f"Failed to load SSL keystore {location}: "
+        store = "truststore" if "truststore" in key else "keystore"
+        raise KeystoreError(key, location, f"Failed to load SSL {store} {location}: "
                             f"{exc.strerror or exc}") from None
 
 
@@ -100,6 +101,8 @@ def load_keystore(get: Callable[[str], object]) -> KeyMaterial | None:
                              key_password)
     if not location:
         return None
+    if store_type not in ("PEM", "PKCS12"):
+        raise _unsupported("ssl.keystore.type", store_type, "ssl.keystore.location", location)
     data = _read("ssl.keystore.location", location)
     if store_type == "PEM":
         # KIP-651: a PEM key file's key is encrypted with ssl.key.password.
@@ -146,6 +149,8 @@ def load_truststore(get: Callable[[str], object]) -> list[x509.Certificate] | No
         return certs
     if not location:
         return None
+    if store_type not in ("PEM", "PKCS12"):
+        raise _unsupported("ssl.truststore.type", store_type, "ssl.truststore.location", location)
     data = _read("ssl.truststore.location", location)
     if store_type == "PEM":
         try:

@@ -1,0 +1,89 @@
+"""A cluster whose brokers talk to each other over SASL_SSL, and start-up refusals of bad
+security settings (issue 16).
+
+Three brokers replicate an RF=3 topic through their SASL_SSL inter-broker listener
+(inter.broker.listener.name): replica fetchers, AlterIsr and the controller's channel all
+log in with PLAIN over TLS, the host name checked against the broker certificate
+(ssl.endpoint.identification.algorithm=https). A client sees the full ISR through the
+same secured listener. A keystore that does not exist, a wrong keystore password and an
+unsupported mechanism each stop start-up with one line naming the key.
+"""
+from __future__ import annotations
+
+import shutil
+import time
+
+import pytest
+
+from kafkalike.lab.cluster import BrokerProcess
+from kafkalike.lab.zookeeper import free_ports
+from tests.conftest import scratch_dir
+from tests.integration.test_broker_startup_failures import failed_start
+from tests.security_certs import JAAS_PLAIN, PASSWORD, make_pki
+
+
+def _secured(pki, plain_port: int, secure_port: int) -> dict[str, str]:
+    return {
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain_port},SASL_SSL://127.0.0.1:{secure_port}",
+        "inter.broker.listener.name": "SASL_SSL",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS_PLAIN,
+        "ssl.keystore.type": "PKCS12", "ssl.keystore.location": pki.path("broker.p12"),
+        "ssl.keystore.password": PASSWORD,
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": pki.path("ca.pem"),
+        "offsets.topic.replication.factor": "3",
+    }
+
+
+def test_an_rf3_topic_reaches_full_isr_over_a_sasl_ssl_inter_broker_listener(zk_chroot):
+    from confluent_kafka.admin import AdminClient, NewTopic
+    base = scratch_dir("seccluster")
+    pki = make_pki(base / "pki")
+    ports = free_ports(6)
+    brokers = [BrokerProcess(i, zk_chroot, base, ports[2 * i], _secured(pki, ports[2 * i], ports[2 * i + 1]))
+               for i in range(3)]
+    try:
+        for b in brokers:
+            b.start()
+        for b in brokers:
+            b.wait_ready(60)
+        conf = {"bootstrap.servers": f"127.0.0.1:{ports[1]}", "security.protocol": "sasl_ssl",
+                "ssl.ca.location": pki.path("ca.pem"), "sasl.mechanism": "PLAIN",
+                "sasl.username": "alice", "sasl.password": "alice-secret"}
+        admin = AdminClient(conf)
+        admin.create_topics([NewTopic("replicated", 2, 3)])["replicated"].result(30)
+        from confluent_kafka import Producer
+        producer = Producer({**conf, "acks": "all"})
+        for i in range(20):
+            producer.produce("replicated", f"r{i}".encode())
+        assert producer.flush(30) == 0
+        deadline = time.monotonic() + 30
+        while True:
+            parts = admin.list_topics("replicated", timeout=10).topics["replicated"].partitions
+            if all(sorted(p.isrs) == [0, 1, 2] for p in parts.values()):
+                break
+            assert time.monotonic() < deadline, {p.id: p.isrs for p in parts.values()}
+            time.sleep(0.5)
+        # The brokers registered the secured listener, and none of their logins failed.
+        for b in brokers:
+            log = b.server_log.read_text()
+            assert "Authentication to" not in log and "Failed authentication" not in log
+    finally:
+        for b in brokers:
+            b.kill()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("change,key", [
+    ({"ssl.keystore.location": "/nonexistent/broker.p12"}, "ssl.keystore.location"),
+    ({"ssl.keystore.password": "not-the-password"}, "ssl.keystore.location"),
+    ({"sasl.enabled.mechanisms": "GSSAPI"}, "sasl.enabled.mechanisms"),
+    ({"ssl.keystore.type": "JKS"}, "ssl.keystore.type"),
+])
+def test_bad_security_settings_stop_start_up_naming_the_key(zk_chroot, shm_path, change, key):
+    pki = make_pki(shm_path / "pki")
+    plain, secure = free_ports(2)
+    broker = BrokerProcess(0, zk_chroot, shm_path, plain, {**_secured(pki, plain, secure), **change})
+    cause = failed_start(broker)
+    assert f"for configuration {key}" in cause, cause

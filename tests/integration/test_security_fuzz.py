@@ -1,0 +1,170 @@
+"""Garbage on secured listeners and replayed SCRAM messages (issue 16).
+
+Random bytes, truncated TLS and SASL exchanges and oversized frames on the SASL_PLAINTEXT
+and SSL listeners never log anyone in and never take the broker down; a SCRAM
+client-final message replayed on a new connection (where the server's nonce differs) is
+refused with SASL_AUTHENTICATION_FAILED, and the connection it came on cannot then be used.
+After all of it an honest SCRAM client still logs in and the broker still serves.
+"""
+from __future__ import annotations
+
+import random
+import shutil
+import socket
+import ssl
+import struct
+
+import pytest
+
+from kafkalike.common.scram import ScramClientExchange
+from kafkalike.lab.cluster import BrokerProcess
+from kafkalike.lab.zookeeper import free_ports
+from kafkalike.protocol.api import decode_response, encode_request
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.metadata import MetadataRequest
+from kafkalike.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from kafkalike.protocol.messages.sasl_handshake import SaslHandshakeRequest
+from tests.conftest import scratch_dir
+from tests.security_certs import JAAS_PLAIN, PASSWORD, make_pki
+
+USER, SECRET = "fuzzer", "fuzz-secret"
+
+
+@pytest.fixture(scope="module")
+def target(module_zk_chroot):
+    base = scratch_dir("secfuzz")
+    pki = make_pki(base / "pki")
+    plain, sasl_port, ssl_port = free_ports(3)
+    broker = BrokerProcess(0, module_zk_chroot, base, plain, {
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
+                     f"SSL://127.0.0.1:{ssl_port}",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS_PLAIN,
+        "ssl.keystore.type": "PKCS12", "ssl.keystore.location": pki.path("broker.p12"),
+        "ssl.keystore.password": PASSWORD, "ssl.client.auth": "required",
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": pki.path("ca.pem"),
+        "connection.failed.authentication.delay.ms": "10",
+    })
+    try:
+        broker.start()
+        broker.wait_ready(60)
+        from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism,
+                                           UserScramCredentialUpsertion)
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{plain}"})
+        for f in admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+                USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), SECRET.encode())]).values():
+            f.result(30)
+        yield broker, sasl_port, ssl_port, pki
+    finally:
+        broker.kill()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+class Raw:
+    """A bare socket speaking Kafka frames, for exchanges no client would send."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.corr = 0
+
+    def request(self, body, version: int):
+        self.corr += 1
+        data = encode_request(body.API_KEY, version, self.corr, "fuzz", body)
+        self.sock.sendall(struct.pack(">i", len(data)) + data)
+        size = struct.unpack(">i", self._exactly(4))[0]
+        return decode_response(body.API_KEY, version, self._exactly(size))[1]
+
+    def _exactly(self, n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("closed by the broker")
+            buf += chunk
+        return buf
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _scram_login(port: int, exchange: ScramClientExchange, final: bytes | None = None):
+    """Handshake and both SCRAM steps; returns (connection, client-final sent, last response)."""
+    raw = Raw(port)
+    assert raw.request(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 1).error_code == 0
+    first = raw.request(SaslAuthenticateRequest(auth_bytes=exchange.first()), 1)
+    assert first.error_code == 0
+    final = final if final is not None else exchange.final(first.auth_bytes)
+    return raw, final, raw.request(SaslAuthenticateRequest(auth_bytes=final), 1)
+
+
+def _metadata_refused(raw: Raw) -> bool:
+    try:
+        raw.request(MetadataRequest(topics=[]), 1)
+    except (ConnectionError, OSError):
+        return True
+    return False
+
+
+def test_a_replayed_scram_client_final_message_logs_nobody_in(target):
+    broker, sasl_port, _, _ = target
+    exchange = ScramClientExchange("SCRAM-SHA-256", USER, SECRET)
+    raw, final, ok = _scram_login(sasl_port, exchange)
+    assert ok.error_code == 0 and ok.session_lifetime_ms == 0
+    exchange.verify(ok.auth_bytes)
+    raw.request(MetadataRequest(topics=[]), 1)    # logged in: served
+    raw.close()
+    # The same client-first and client-final on a new connection: the server's nonce differs.
+    replay, _, refused = _scram_login(sasl_port, exchange, final)
+    assert refused.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
+    assert refused.error_message == ("Authentication failed during authentication due to invalid credentials "
+                                     "with SASL mechanism SCRAM-SHA-256")
+    assert _metadata_refused(replay)
+    replay.close()
+
+
+def test_garbage_and_truncated_exchanges_never_log_in_nor_take_the_broker_down(target):
+    broker, sasl_port, ssl_port, pki = target
+    rnd = random.Random(16)
+    for i in range(60):
+        port = rnd.choice([sasl_port, ssl_port])
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        kind = i % 4
+        try:
+            if kind == 0:      # random bytes
+                sock.sendall(rnd.randbytes(rnd.randint(1, 4000)))
+            elif kind == 1:    # a frame announcing more than it sends, then the socket closes
+                sock.sendall(struct.pack(">i", 5000) + rnd.randbytes(100))
+            elif kind == 2:    # an oversized frame
+                sock.sendall(struct.pack(">i", 2 ** 31 - 1))
+            else:              # a valid handshake, then garbage as SASL bytes
+                data = encode_request(17, 1, 1, "fuzz", SaslHandshakeRequest(mechanism="PLAIN"))
+                sock.sendall(struct.pack(">i", len(data)) + data)
+                body = encode_request(36, 1, 2, "fuzz", SaslAuthenticateRequest(auth_bytes=rnd.randbytes(50)))
+                sock.sendall(struct.pack(">i", len(body)) + body[:rnd.randint(0, len(body))])
+        except OSError:
+            pass
+        finally:
+            sock.close()
+    # Garbage after a PLAIN handshake is a failed login, and the connection serves nothing.
+    raw = Raw(sasl_port)
+    assert raw.request(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == 0
+    bad = raw.request(SaslAuthenticateRequest(auth_bytes=b"\x00admin"), 1)
+    assert bad.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
+    assert _metadata_refused(raw)
+    raw.close()
+    # A TLS client without a certificate gets nothing from the mTLS listener.
+    ctx = ssl.create_default_context(cafile=pki.path("ca.pem"))
+    with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+        with ctx.wrap_socket(socket.create_connection(("127.0.0.1", ssl_port), timeout=5),
+                             server_hostname="localhost") as tls:
+            data = encode_request(3, 1, 1, "fuzz", MetadataRequest(topics=[]))
+            tls.sendall(struct.pack(">i", len(data)) + data)
+            if not tls.recv(4):
+                raise ConnectionError("closed")
+    # Still up, and an honest client still logs in.
+    assert broker.is_running()
+    raw, _, ok = _scram_login(sasl_port, ScramClientExchange("SCRAM-SHA-256", USER, SECRET))
+    assert ok.error_code == 0
+    assert raw.request(MetadataRequest(topics=[]), 1).brokers
+    raw.close()
+    assert "Traceback" not in broker.server_log.read_text()
