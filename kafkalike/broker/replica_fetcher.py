@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from twisted.internet import defer, task
 
+from kafkalike.broker.replication_quota import ReplicationQuota
 from kafkalike.common import outbound
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.fetch import FetchRequest
@@ -28,11 +29,13 @@ TopicPartition = tuple[str, int]
 class FetchState:
     fetch_offset: int
     leader_epoch: int
+    in_sync: bool = False     # caught up with the leader's high watermark at the last answer
 
 
 class ReplicaFetcher:
-    def __init__(self, server, leader_id: int, host: str, port: int):
+    def __init__(self, server, leader_id: int, host: str, port: int, quota: ReplicationQuota | None = None):
         self.server = server
+        self.quota = quota
         self.leader_id = leader_id
         self.host, self.port = host, port
         self.partitions: dict[TopicPartition, FetchState] = {}
@@ -80,7 +83,10 @@ class ReplicaFetcher:
                         self.conn = await outbound.connect(self.host, self.port, f"broker-{self.server.broker_id}-fetcher-0",
                                                            reactor, timeout=5)
                         self.conn.closed.addCallback(self._closed, self.conn)
-                    sent = dict(self.partitions)
+                    sent = {tp: s for tp, s in self.partitions.items() if not self._held_back(tp, s)}
+                    if not sent:      # every partition waits for the throttle (Kafka backs off too)
+                        await task.deferLater(reactor, self.backoff_s, lambda: None)
+                        continue
                     response = await self.conn.request(self._request(sent), FETCH_VERSION)
                 except Exception as exc:
                     if self.stopped:
@@ -94,6 +100,12 @@ class ReplicaFetcher:
                     await task.deferLater(reactor, self.backoff_s, lambda: None)
         finally:
             self.running = False
+
+    def _held_back(self, tp: TopicPartition, state: FetchState) -> bool:
+        """Kafka's shouldFollowerThrottle: a throttled replica that is behind waits out a
+        used-up follower quota; one in sync never does."""
+        quota = self.quota
+        return quota is not None and not state.in_sync and quota.is_throttled(*tp) and quota.is_exceeded()
 
     def _request(self, sent: dict[TopicPartition, FetchState]) -> FetchRequest:
         by_topic: dict[str, list] = {}
@@ -158,6 +170,9 @@ class ReplicaFetcher:
             self.server.replica_manager.stats.replicated_in(info.valid_bytes)
             if info.batch_count:
                 state.fetch_offset = info.last_offset + 1
+            if self.quota is not None and self.quota.is_throttled(*tp):
+                self.quota.record(len(records))
+        state.in_sync = state.fetch_offset >= pr.high_watermark
         log_.update_high_watermark(min(pr.high_watermark, log_.log_end_offset))
         if pr.log_start_offset > log_.log_start_offset:
             log_.maybe_increment_log_start_offset(min(pr.log_start_offset, log_.high_watermark))
@@ -176,8 +191,9 @@ class ReplicaFetcher:
 
 
 class ReplicaFetcherManager:
-    def __init__(self, server):
+    def __init__(self, server, quota: ReplicationQuota | None = None):
         self.server = server
+        self.quota = quota           # the follower side of the replication throttle
         self.fetchers: dict[int, ReplicaFetcher] = {}
 
     def add(self, tp: TopicPartition, leader_id: int, host: str, port: int, leader_epoch: int) -> None:
@@ -187,7 +203,7 @@ class ReplicaFetcherManager:
             fetcher.stop()
             fetcher = None
         if fetcher is None:
-            fetcher = self.fetchers[leader_id] = ReplicaFetcher(self.server, leader_id, host, port)
+            fetcher = self.fetchers[leader_id] = ReplicaFetcher(self.server, leader_id, host, port, self.quota)
         part = self.server.replica_manager.partitions[tp]
         fetcher.add(tp, FetchState(part.log.log_end_offset, leader_epoch))
 

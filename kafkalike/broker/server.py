@@ -27,6 +27,7 @@ from kafkalike.broker.security.listener import all_listener_security, inter_brok
 from kafkalike.common import outbound
 from kafkalike.broker.registry import BrokerEpochs, BrokerServices, load_handlers
 from kafkalike.broker.replica_fetcher import ReplicaFetcherManager
+from kafkalike.broker.replication_quota import Rate, ReplicationQuota
 from kafkalike.broker.replica_manager import ReplicaManager
 from kafkalike.broker.topic_configs import TopicConfigs, default_log_config
 from kafkalike.controller.controller import KafkaController
@@ -132,7 +133,7 @@ class KafkaServer:
         if self.log_manager.cleaner is not None:
             self.log_manager.cleaner.start()   # its own thread: compaction never blocks the reactor
         # The fetchers and the AlterIsr sender reach the replica manager only once running.
-        self.fetchers = ReplicaFetcherManager(self)
+        self.fetchers = ReplicaFetcherManager(self, self._replication_quota("follower"))
         self.alter_isr = AlterIsrManager(self)
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, self.reactor, self.topic_configs.effective, self.time_ms,
@@ -292,6 +293,17 @@ class KafkaServer:
               lambda: threads.deferToThread(self.log_manager.flush_dirty_logs))
 
     # -- dynamic configs (topic overrides, broker configs) ---------------------------------
+
+    def _replication_quota(self, side: str) -> ReplicationQuota:
+        """The leader or follower replication throttle: its rate from this broker's dynamic
+        config, its replicas from each topic's config, both read at every check."""
+        cfg = self.config
+        rate_name = f"{side}.replication.throttled.rate"
+        replicas_field = f"{side}_replication_throttled_replicas"
+        return ReplicationQuota(
+            self.broker_id, lambda: self.dynamic_config.replication_throttled_rate(rate_name),
+            lambda topic: getattr(self.topic_configs.effective(topic), replicas_field),
+            Rate(cfg.get("replication.quota.window.num"), cfg.get("replication.quota.window.size.seconds")))
 
     async def _initialize_dynamic_config(self) -> None:
         """Dynamic broker configs from ZooKeeper before anything reads the config (Kafka's

@@ -1,0 +1,78 @@
+"""Replication throttles (KIP-73) on real brokers: a reassignment started with
+kafka-reassign-partitions --throttle moves its bytes at about the throttled rate, and
+--verify lifts the throttle once the move is done."""
+from __future__ import annotations
+
+import time
+from typing import Iterator
+
+import pytest
+from confluent_kafka import Producer
+
+from kafkalike.client.admin import AdminClient
+from kafkalike.lab.cluster import Cluster
+from tests.fault.cluster_view import ZooKeeperView
+from tests.integration.test_reassignment import cluster_of, create_topic, move_file, run_tool, wait_assignment
+
+pytestmark = pytest.mark.integration
+
+RATE = 400_000            # bytes/s
+DATA = 3_000_000          # bytes in the partition that moves
+# Two one-second windows: the rate is measured over at least one second, so a move starts
+# with a burst of about one second's worth, where Kafka's default 11 windows would let the
+# first ten seconds' worth through at once and hide the throttle in a short test.
+WINDOWS = {"replication.quota.window.num": "2", "replica.fetch.max.bytes": "65536"}
+
+
+@pytest.fixture(scope="module")
+def cluster(module_zk_chroot: str) -> Iterator[Cluster]:
+    with cluster_of(module_zk_chroot, 2, per_broker={0: WINDOWS, 1: WINDOWS}) as c:
+        yield c
+
+
+def fill(bootstrap: str, topic: str) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "compression.type": "none"})
+    value = bytes(range(256)) * 4
+    for _ in range(DATA // len(value)):
+        producer.produce(topic, value=value, partition=0)
+    assert producer.flush(30) == 0
+
+
+def timed_move(cluster: Cluster, view: ZooKeeperView, topic: str, tmp_path, *throttle: str) -> float:
+    plan = move_file(tmp_path, topic, [0, 1], name=f"{topic}.json")
+    started = time.monotonic()
+    done = run_tool("--bootstrap-server", cluster.bootstrap, "--reassignment-json-file", plan, "--execute",
+                    *throttle)
+    assert done.returncode == 0, done.stderr
+    wait_assignment(view, topic, [0, 1], timeout=60)
+    return time.monotonic() - started
+
+
+def test_a_throttled_move_runs_at_the_throttled_rate(cluster, tmp_path, module_zk_chroot):
+    view = ZooKeeperView(module_zk_chroot)
+    try:
+        create_topic(cluster.bootstrap, "free", [[0]])
+        create_topic(cluster.bootstrap, "capped", [[0]])
+        fill(cluster.bootstrap, "free")
+        fill(cluster.bootstrap, "capped")
+        unthrottled = timed_move(cluster, view, "free", tmp_path)
+        throttled = timed_move(cluster, view, "capped", tmp_path, "--throttle", str(RATE))
+        # All but the first window's burst at RATE at most (and not much slower).
+        floor = (DATA - 2 * RATE) / RATE
+        print(f"moved {DATA} bytes in {unthrottled:.2f} s unthrottled, {throttled:.2f} s at {RATE} B/s "
+              f"({DATA / throttled:,.0f} B/s)")
+        assert throttled >= floor, (throttled, unthrottled)
+        assert throttled > 3 * unthrottled, (throttled, unthrottled)
+        assert DATA / throttled < 2 * RATE
+        with AdminClient({"bootstrap.servers": cluster.bootstrap}) as admin:
+            isr = admin.describe_topics(["capped"])["capped"].partitions[0].isr
+        assert sorted(isr) == [0, 1]
+
+        # --verify, once the move is complete, removes the throttle configs it set.
+        plan = move_file(tmp_path, "capped", [0, 1], name="capped.json")
+        verified = run_tool("--bootstrap-server", cluster.bootstrap, "--reassignment-json-file", plan, "--verify")
+        assert verified.returncode == 0, verified.stderr
+        assert verified.stdout.endswith("Clearing broker-level throttles on brokers 0,1\n"
+                                        "Clearing topic-level throttles on topic capped\n")
+    finally:
+        view.close()
