@@ -162,7 +162,8 @@ def read_with_our_consumer(bootstrap: str) -> list[bytes]:
         return got
 
 
-def read_with_confluent_kafka(bootstrap: str) -> list[bytes]:
+def read_with_confluent_kafka(bootstrap: str, last: bytes = b"committed-2") -> list[bytes]:
+    """Everything read_committed returns up to the record `last`, plus whatever follows at once."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "txn-check", "enable.auto.commit": False,
                          "isolation.level": "read_committed"})
     consumer.assign([CTopicPartition(TOPIC, 0, 0)])
@@ -172,7 +173,7 @@ def read_with_confluent_kafka(bootstrap: str) -> list[bytes]:
         while time.monotonic() < deadline:
             msg = consumer.poll(0.5)
             if msg is None:
-                if len(got) >= 4:
+                if last in got:
                     break
             elif msg.error() is None:
                 got.append(msg.value())
@@ -220,6 +221,28 @@ def test_fencing_and_per_partition_errors(conn):
     plain = encode_batch([(None, b"plain")], producer_id=pid, producer_epoch=epoch, base_sequence=3)
     assert produce(conn, plain, transactional_id=None) is None and produce.last_error == E.INVALID_TXN_STATE
     assert markers(conn, pid, epoch, commit=False, coordinator_epoch=7) == {(TOPIC, 0): E.NONE}
+
+
+def test_a_real_coordinators_markers_commit_records_and_offsets(conn, broker):
+    """confluent-kafka's transactional producer through the transaction coordinator: its markers
+    reach this handler, aborted records stay hidden, and offsets sent to the transaction
+    become the group's committed offsets only with the commit marker on __consumer_offsets."""
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "markers-e2e"})
+    producer.init_transactions(30)
+    group = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "markers-e2e-group"})
+    for round_, commit in enumerate((True, False, True)):
+        producer.begin_transaction()
+        for i in range(5):
+            producer.produce(TOPIC, value=b"e2e-%d-%d" % (round_, i), partition=0)
+        producer.send_offsets_to_transaction([CTopicPartition(TOPIC, 0, 100 + round_)],
+                                             group.consumer_group_metadata(), 30)
+        producer.commit_transaction(30) if commit else producer.abort_transaction(30)
+    committed = group.committed([CTopicPartition(TOPIC, 0)], timeout=10)[0].offset
+    group.close()
+    assert committed == 102            # round 1's offset was aborted with its records
+    seen = [v for v in read_with_confluent_kafka(broker.bootstrap, b"e2e-2-4") if v.startswith(b"e2e-")]
+    assert seen == [b"e2e-%d-%d" % (r, i) for r in (0, 2) for i in range(5)]
 
 
 def test_dump_log_prints_the_markers(conn, broker):
