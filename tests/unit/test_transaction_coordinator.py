@@ -311,3 +311,11 @@ def test_records_read_by_kafka_dump_log_decoder(h):
         f"transaction_metadata::transactionalId={TXN}",
         f"producerId:{pid},producerEpoch:{epoch},state=Ongoing,partitions=[out-0],"
         f"txnLastUpdateTimestamp={h.now()},txnTimeoutMs=60000")
+
+
+def test_a_repeated_election_at_the_same_epoch_keeps_the_loaded_state(h):
+    _e, pid, epoch = h.init()
+    h.add(pid, epoch)
+    h.coordinator.on_elected(0, 0)                                            # LeaderAndIsr told again
+    assert h.metadata().state is ONGOING
+    assert h.end(pid, epoch) == ErrorCode.NONE

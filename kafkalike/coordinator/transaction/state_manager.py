@@ -245,6 +245,9 @@ class TransactionStateManager:
             log.info("Not loading transaction metadata of %s-%d for epoch %d since current epoch is %d",
                      TRANSACTION_STATE_TOPIC, partition, coordinator_epoch, self.epochs[partition])
             return False
+        if coordinator_epoch == self.epochs.get(partition) and (partition in self.loads or partition in self.caches):
+            # the same leadership told again (a repeated LeaderAndIsr): keep what is loaded
+            return False
         self.epochs[partition] = coordinator_epoch
         old = self.loads.pop(partition, None)
         if old is not None:
