@@ -18,6 +18,7 @@ from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.alter_isr import AlterIsrRequest
 
 log = logging.getLogger("kafka.server.AlterIsrManager")
+partition_log = logging.getLogger("kafka.cluster.Partition")
 RETRY_BACKOFF_S = 0.5
 
 
@@ -106,8 +107,8 @@ class AlterIsrManager:
             old_size = len(part.isr)
             part.isr = list(result.isr)
             part.zk_version = result.current_isr_version
-            log.info("[Partition %s-%d broker=%d] ISR updated to %s and zkVersion updated to %d",
-                     tp[0], tp[1], self.server.broker_id, part.isr, part.zk_version)
+            partition_log.info("[Partition %s-%d broker=%d] ISR updated to %s and version updated to [%d]",   # Kafka 2.8's
+                               tp[0], tp[1], self.server.broker_id, ",".join(map(str, part.isr)), part.zk_version)
             if part.maybe_increment_high_watermark():
                 self.server.replica_manager.on_high_watermark_moved(tp)
             else:

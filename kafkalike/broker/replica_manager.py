@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafka.server.ReplicaManager")
 state_log = logging.getLogger("state.change.logger")
+partition_log = logging.getLogger("kafka.cluster.Partition")
 
 TopicPartition = tuple[str, int]
 READ_COMMITTED = 1   # Fetch and ListOffsets isolation_level
@@ -298,9 +299,14 @@ class ReplicaManager:
         for part in list(self.partitions.values()):
             out = part.out_of_sync(now, lag)
             if out and self.alter_isr is not None:
-                log.info("[Partition %s-%d broker=%d] Shrinking ISR from %s to %s: out of sync %s",
-                         part.topic, part.index, self.broker_id, part.isr,
-                         [r for r in part.isr if r not in out], out)
+                # Kafka 2.8's line (Partition.maybeShrinkIsr), which operators grep for.
+                partition_log.info(
+                    "[Partition %s-%d broker=%d] Shrinking ISR from %s to %s. Leader: (highWatermark: %d, "
+                    "endOffset: %d). Out of sync replicas: %s.", part.topic, part.index, self.broker_id,
+                    ",".join(map(str, part.isr)), ",".join(str(r) for r in part.isr if r not in out),
+                    part.high_watermark, part.log.log_end_offset,
+                    " ".join(f"(brokerId: {r}, endOffset: {part.followers[r].log_end_offset if r in part.followers else -1})"
+                             for r in out))
                 self.alter_isr.submit(part, [r for r in part.isr if r not in out])
 
     def on_high_watermark_moved(self, tp: TopicPartition) -> None:

@@ -1,11 +1,15 @@
 """A real broker writes Kafka 2.8's log files, read from the log4j.properties KAFKA_LOG4J_OPTS
 names: the lines an operator greps for (started, controller election, partition state
 changes, log recovery after kill -9, shutting down) in the files and under the logger
-names Kafka uses, and the file's own choices (here: the controller's file renamed)."""
+names Kafka uses, ISR shrink and expand on a leader whose follower was stopped, and the
+file's own choices (here: the controller's file renamed)."""
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -33,53 +37,84 @@ def wait_for(path: Path, text: str, timeout: float = 30.0) -> None:
     raise AssertionError(f"{text!r} never appeared in {path}:\n{read(path)[-3000:]}")
 
 
-def test_a_broker_writes_kafkas_log_files_from_its_log4j_properties(zk_chroot, kazoo_client, monkeypatch):
+def test_brokers_write_kafkas_log_files_from_their_log4j_properties(zk_chroot, kazoo_client, monkeypatch):
     base = scratch_dir("logfiles")
     own = base / "log4j.properties"
     stock = (REPO / "config" / "log4j.properties").read_text()
     own.write_text(stock.replace("${kafka.logs.dir}/controller.log", "${kafka.logs.dir}/my-controller.log"))
     monkeypatch.setenv("KAFKA_LOG4J_OPTS", f"-Dlog4j.configuration=file:{own}")
-    cluster = Cluster(zk_chroot, base, 1, {"zookeeper.session.timeout.ms": "6000"})
-    broker = cluster.brokers[0]
-    logs = broker.app_log_dir
+    cluster = Cluster(zk_chroot, base, 2, {"zookeeper.session.timeout.ms": "6000",
+                                           "replica.lag.time.max.ms": "1500"})
     try:
         cluster.start()
         with AdminClient({"bootstrap.servers": cluster.bootstrap}) as admin:
-            admin.create_topics([NewTopic("audit", 1, 1)])
-        wait_for(logs / "state-change.log", "Changed partition audit-0 from NewPartition to OnlinePartition")
-        broker.kill()
-        deadline = time.monotonic() + 30           # its registration goes with its session
-        while kazoo_client.exists("/brokers/ids/0") and time.monotonic() < deadline:
-            time.sleep(0.2)
-        broker.start()
-        broker.wait_ready()
-        broker.stop()
+            admin.create_topics([NewTopic("audit", 1, 2)])
+            controller_id = admin.controller_id()
+        controller = cluster.broker(controller_id)
+        wait_for(controller.app_log_dir / "state-change.log",
+                 "Changed partition audit-0 from NewPartition to OnlinePartition")
+        leader_id = json.loads(kazoo_client.get("/brokers/topics/audit/partitions/0/state")[0])["leader"]
+        leader = cluster.broker(leader_id)
+        follower = next(b for b in cluster.brokers if b.broker_id != leader_id)
 
-        server = read(logs / "server.log")
+        # ISR shrink and expand, on the leader: a follower stopped, then let go.
+        os.kill(follower.pid, signal.SIGSTOP)
+        try:
+            wait_for(leader.server_log, "Shrinking ISR from ")
+        finally:
+            os.kill(follower.pid, signal.SIGCONT)
+        wait_for(leader.server_log, "ISR updated to ")
+
+        # Log recovery: the follower killed with -9 and started again.
+        follower.kill()
+        deadline = time.monotonic() + 30           # its registration goes with its session
+        while kazoo_client.exists(f"/brokers/ids/{follower.broker_id}") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        follower.start()
+        follower.wait_ready()
+        cluster.stop()
+
         stamp = r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] "
-        assert re.search(stamp + r"INFO \[KafkaServer id=0\] started \(kafka\.server\.KafkaServer\)$", server, re.M)
-        assert re.search(stamp + r"INFO \[KafkaServer id=0\] shutting down \(kafka\.server\.KafkaServer\)$", server,
-                         re.M)
-        assert "[KafkaServer id=0] shut down completed (kafka.server.KafkaServer)" in server
+        for broker in cluster.brokers:
+            server = read(broker.server_log)
+            bid = broker.broker_id
+            assert re.search(stamp + rf"INFO \[KafkaServer id={bid}\] started \(kafka\.server\.KafkaServer\)$",
+                             server, re.M)
+            assert re.search(stamp + rf"INFO \[KafkaServer id={bid}\] shutting down \(kafka\.server\.KafkaServer\)$",
+                             server, re.M)
+            assert f"[KafkaServer id={bid}] shut down completed (kafka.server.KafkaServer)" in server
+            assert re.search(r"\(org\.apache\.zookeeper\.\w+\)$", server, re.M)
+            assert "(kafkalike." not in server and "(kazoo" not in server
+            assert "(kafka.controller.KafkaController)" not in server
+            assert not (broker.app_log_dir / "controller.log").exists()
+            for name in ("my-controller.log", "state-change.log", "log-cleaner.log", "kafka-request.log",
+                         "kafka-authorizer.log"):
+                assert (broker.app_log_dir / name).exists(), name
+
+        leader_log = read(leader.server_log)
+        f = follower.broker_id
+        assert re.search(rf"INFO \[Partition audit-0 broker={leader_id}\] Shrinking ISR from "
+                         rf"({leader_id},{f}|{f},{leader_id}) to {leader_id}\. Leader: \(highWatermark: \d+, "
+                         rf"endOffset: \d+\)\. Out of sync replicas: \(brokerId: {f}, endOffset: -?\d+\)\. "
+                         r"\(kafka\.cluster\.Partition\)$", leader_log, re.M)
+        assert re.search(rf"INFO \[Partition audit-0 broker={leader_id}\] ISR updated to "
+                         rf"({leader_id},{f}|{f},{leader_id}) and version updated to \[\d+\] "
+                         r"\(kafka\.cluster\.Partition\)$", leader_log, re.M)
         # After kill -9: LogManager's recovery and the log's own lines, under Kafka's logger names.
+        follower_log = read(follower.server_log)
         assert re.search(r"INFO Attempting recovery for all logs in \S+ since no clean shutdown file was found "
-                         r"\(kafka\.log\.LogManager\)$", server, re.M)
-        assert re.search(r"Recovering unflushed segment 0 \(kafka\.log\.Log\)$", server, re.M)
-        assert re.search(r"\(org\.apache\.zookeeper\.\w+\)$", server, re.M)
-        assert "(kafkalike." not in server and "(kazoo" not in server
-        # The controller's lines went to the file this log4j.properties names, and nowhere else.
-        assert not (logs / "controller.log").exists()
-        controller = read(logs / "my-controller.log")
-        assert re.search(stamp + r"INFO \[Controller id=0\] 0 successfully elected as the controller\. Epoch "
-                         r"incremented to \d+ and epoch zk version is now \d+ \(kafka\.controller\.KafkaController\)$",
-                         controller, re.M)
-        assert "(kafka.controller.KafkaController)" not in server
-        state = read(logs / "state-change.log")
-        assert re.search(r"INFO \[Controller id=0 epoch=\d+\] Changed partition audit-0 from NewPartition to "
-                         r"OnlinePartition with state LeaderAndIsr\(leader=0, .*\) \(state\.change\.logger\)$",
-                         state, re.M)
-        for name in ("log-cleaner.log", "kafka-request.log", "kafka-authorizer.log"):
-            assert (logs / name).exists(), name
+                         r"\(kafka\.log\.LogManager\)$", follower_log, re.M)
+        assert re.search(r"Recovering unflushed segment 0 \(kafka\.log\.Log\)$", follower_log, re.M)
+
+        # The controller's lines went to the file this log4j.properties names.
+        elected = read(controller.app_log_dir / "my-controller.log")
+        assert re.search(stamp + rf"INFO \[Controller id={controller_id}\] {controller_id} successfully elected as "
+                         r"the controller\. Epoch incremented to \d+ and epoch zk version is now \d+ "
+                         r"\(kafka\.controller\.KafkaController\)$", elected, re.M)
+        state = read(controller.app_log_dir / "state-change.log")
+        assert re.search(rf"INFO \[Controller id={controller_id} epoch=\d+\] Changed partition audit-0 from "
+                         r"NewPartition to OnlinePartition with state LeaderAndIsr\(leader=\d, .*\) "
+                         r"\(state\.change\.logger\)$", state, re.M)
     finally:
         cluster.kill()
         shutil.rmtree(base, ignore_errors=True)
