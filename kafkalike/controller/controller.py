@@ -431,8 +431,22 @@ class KafkaController(ReassignmentSteps):
         self._send_leader_and_isr_to_replicas(list(created), new=set(created))
         self._send_update_metadata(self.ctx.live_ids, list(created))
 
+    async def _unclean_allowed(self, topic: str, decided: dict[str, bool]) -> bool:
+        """Kafka's controller reads the topic's unclean.leader.election.enable from
+        /config/topics at election time: a controller that has just started (the only
+        broker back after every ISR member died) has not cached the topic's overrides."""
+        if topic not in decided:
+            try:
+                value = (await self.zk.get_entity_configs("topics", topic)).get("unclean.leader.election.enable")
+            except Exception:           # ZooKeeper unreachable: what this broker knows
+                value = None
+            decided[topic] = (value.strip().lower() == "true" if value is not None
+                              else self.unclean_election(topic))
+        return decided[topic]
+
     async def _elect_offline(self, parts: list[TopicPartition]) -> None:
         changed = {}
+        unclean: dict[str, bool] = {}
         for tp in parts:
             current = self.ctx.leadership.get(tp)
             if current is None:
@@ -442,7 +456,7 @@ class KafkaController(ReassignmentSteps):
             in_sync = [r for r in live if r in current.isr]
             if in_sync:
                 leader, isr = in_sync[0], [r for r in current.isr if r in self.ctx.live_brokers]
-            elif live and self.unclean_election(tp.topic):
+            elif live and await self._unclean_allowed(tp.topic, unclean):
                 leader, isr = live[0], [live[0]]
                 self.stats.unclean_election()
                 state_log.warning("[Controller id=%d epoch=%d] Unclean leader election: %s-%d led by "

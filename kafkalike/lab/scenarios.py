@@ -8,6 +8,19 @@ judges the two event streams (kafkalike.lab.judge). The verdict is PASS when no
 acknowledged record is lost. The tools' raw events are kept under
 LAB_DIR/scenarios/<topic>/ until `down`.
 
+The broker faults follow Kafka's replication system test (tests/kafkatest/tests/core/
+replication_test.py): {clean shutdown (SIGTERM), kill -9, bounce} x {the leader of
+partition 0, the controller}, each on an RF=3, min.insync.replicas=2 topic under acks=all.
+A bounce is Kafka's hard_bounce: kill -9, start it again as soon as ZooKeeper has expired
+its session (a broker started earlier finds its /brokers/ids znode taken), without
+waiting for a new leader or a full ISR, and chase whoever holds the role next, several
+times. Besides those: the ZooKeeper ensemble's leader killed (`up --zookeeper
+ensemble`), a broker's ZooKeeper session expired by freezing it (SIGSTOP for longer than
+zookeeper.session.timeout.ms, then SIGCONT, as a long GC pause would), a rolling
+restart, a leader cut off by a network partition, and an unclean leader election: the
+one scenario that may lose acknowledged records, and whose verdict says what that cost
+(EXPECTED LOSS) instead of failing.
+
 The scenarios run against the lab as it is (`up` first): they need every node alive and
 at least 3 brokers, and they leave every node running (and the network whole) again,
 whatever happened. A network partition needs a backend with a network of its own
@@ -31,13 +44,16 @@ from kafkalike.client.groups import OffsetSpec
 from kafkalike.lab.cluster import REPO_ROOT
 from kafkalike.lab.judge import Judgement, judge
 from kafkalike.lab.local import SCENARIOS_DIR, Lab
-from kafkalike.lab.observe import PartitionState, ZooKeeperView, wait_for
+from kafkalike.lab.observe import PartitionState, ZooKeeperView, wait_for, zookeeper_mode
+from kafkalike.lab.processes import send_signal
 from kafkalike.lab.state import LabError, Node
 from kafkalike.lab.zookeeper import death_signal_prefix
 
 PARTITIONS = 3
 REPLICATION_FACTOR = 3
 MIN_INSYNC_REPLICAS = 2
+BOUNCES = 5                     # Kafka's replication test bounces the broker 5 times
+PASS, FAIL, EXPECTED_LOSS = "PASS", "FAIL", "EXPECTED LOSS"
 
 
 class ToolProcess:
@@ -49,6 +65,7 @@ class ToolProcess:
         self.script = script
         self.events: list[dict] = []
         self._lock = threading.Lock()
+        self.stopped = False            # stop() was asked for: its exit is no surprise
         self._stderr = open(keep_dir / f"{script.removesuffix('.sh')}.stderr.log", "w")
         self._copy = open(keep_dir / f"{script.removesuffix('.sh')}.events.jsonl", "w")
         env = {**os.environ, "PYTHON": sys.executable}
@@ -84,6 +101,7 @@ class ToolProcess:
 
     def stop(self, timeout: float = 60.0) -> None:
         """SIGTERM (the tools close cleanly on it, printing shutdown_complete), kill -9 if stuck."""
+        self.stopped = True
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -103,20 +121,37 @@ class Outcome:
     duration: float
     judgement: Judgement
     error: str | None = None
+    loss_allowed: bool = False      # the scenario's fault may lose acknowledged records by design
+
+    @property
+    def verdict(self) -> str:
+        """PASS: nothing acknowledged was lost. EXPECTED LOSS: records were lost where the
+        scenario's configuration allows it (unclean election), which is its finding, not a
+        failure. FAIL otherwise, or when the scenario could not run to its end."""
+        j = self.judgement
+        if self.error is not None or j.acknowledged == 0:
+            return FAIL
+        if j.lost == 0:
+            return PASS
+        return EXPECTED_LOSS if self.loss_allowed else FAIL
 
     @property
     def passed(self) -> bool:
-        return self.error is None and self.judgement.passed
+        return self.verdict != FAIL
 
 
 class Run:
     """One scenario in progress: the lab, its topic, the two tools and a clock."""
 
-    def __init__(self, lab: Lab, name: str, throughput: int, out: TextIO) -> None:
+    def __init__(self, lab: Lab, name: str, throughput: int, out: TextIO, bounces: int = BOUNCES,
+                 topic_configs: dict[str, str] | None = None) -> None:
         self.lab = lab
         self.name = name
         self.throughput = throughput
+        self.bounces = bounces
+        self.topic_configs = topic_configs or {}
         self.out = out
+        self.paused: list[Node] = []        # frozen with SIGSTOP; heal() wakes them
         self.state = lab.state()
         self.topic = f"lab-{name}-{time.strftime('%H%M%S')}"
         self.keep_dir = lab.dir / SCENARIOS_DIR / self.topic
@@ -159,6 +194,17 @@ class Run:
         if sig != signal.SIGKILL:
             self.log(f"{node.name} stopped cleanly after {elapsed:.1f}s")
 
+    def pause(self, node: Node) -> None:
+        """SIGSTOP: the process stays, answers nothing (not even ZooKeeper's pings)."""
+        self.log(f"SIGSTOP {node.name} (pid {node.pid}): frozen, as in a long GC pause")
+        send_signal(node.pid, signal.SIGSTOP)
+        self.paused.append(node)
+
+    def resume(self, node: Node) -> None:
+        send_signal(node.pid, signal.SIGCONT)
+        self.paused.remove(node)
+        self.log(f"SIGCONT {node.name}: it runs again")
+
     def restart(self, node: Node) -> None:
         self.log(f"restart {node.name}")
         began = time.monotonic()
@@ -198,6 +244,36 @@ class Run:
         leaders = {p: s.leader for p, s in self.zk.partitions(self.topic).items() if s is not None}
         self.log(f"leaders now {', '.join(f'{p}: broker-{b}' for p, b in leaders.items())}")
 
+    def wait_new_controller(self, old: int, timeout: float = 45) -> int:
+        new = wait_for(lambda: (c,) if (c := self.zk.controller()) is not None and c != old else None,
+                       timeout, f"a controller other than broker-{old}")[0]
+        self.log(f"broker-{new} elected controller")
+        return new
+
+    def wait_deregistered(self, node: Node, timeout: float = 30) -> None:
+        wait_for(lambda: node.broker_id not in self.zk.registered(), timeout,
+                 f"ZooKeeper to expire the session of {node.name} (/brokers/ids/{node.broker_id})")
+        self.log(f"/brokers/ids/{node.broker_id} gone: ZooKeeper expired the session of {node.name}")
+
+    def live_leader_of(self, partition: int, timeout: float = 45) -> Node:
+        """The leader of a partition once it is a running broker (a bounce chases it)."""
+        def found() -> tuple[Node] | None:
+            state = self.zk.partition(self.topic, partition)
+            if state is None or state.leader < 0:
+                return None
+            node = self.broker(state.leader)
+            return (node,) if self.lab.alive(node) else None
+        return wait_for(found, timeout, f"a running leader of {self.topic}-{partition}")[0]
+
+    def live_controller(self, timeout: float = 45) -> Node:
+        def found() -> tuple[Node] | None:
+            controller = self.zk.controller()
+            if controller is None:
+                return None
+            node = self.broker(controller)
+            return (node,) if self.lab.alive(node) else None
+        return wait_for(found, timeout, "a running controller")[0]
+
     def wait_full_isr(self, timeout: float = 60) -> None:
         wait_for(lambda: self.zk.full_isr(self.topic), timeout, f"a full ISR on every partition of {self.topic}")
         self.log("ISR full again on every partition")
@@ -216,30 +292,34 @@ class Run:
 
     def _tool_died(self) -> bool:
         for tool in (self.producer, self.consumer):
-            if tool is not None and not tool.running():
+            if tool is not None and not tool.running() and not tool.stopped:
                 raise LabError(f"{tool.script} exited early; see {self.keep_dir}")
         return False
 
-    def setup(self) -> None:
+    def setup(self, consume_during: bool = True) -> None:
+        configs = {"min.insync.replicas": str(MIN_INSYNC_REPLICAS), **self.topic_configs}
         with AdminClient({"bootstrap.servers": self.state.bootstrap, "default.api.timeout.ms": "30000"}) as admin:
-            admin.create_topics([NewTopic(self.topic, PARTITIONS, REPLICATION_FACTOR,
-                                          configs={"min.insync.replicas": str(MIN_INSYNC_REPLICAS)})])
+            admin.create_topics([NewTopic(self.topic, PARTITIONS, REPLICATION_FACTOR, configs=configs)])
         wait_for(lambda: self.zk.full_isr(self.topic), 30, f"a full ISR on the new topic {self.topic}")
         leaders = {p: s.leader for p, s in self.zk.partitions(self.topic).items() if s is not None}
         self.log(f"topic {self.topic} created: {PARTITIONS} partitions, replication factor {REPLICATION_FACTOR}, "
-                 f"min.insync.replicas={MIN_INSYNC_REPLICAS}; leaders "
+                 + ", ".join(f"{k}={v}" for k, v in configs.items()) + "; leaders "
                  + ", ".join(f"{p}: broker-{b}" for p, b in leaders.items()))
-        bootstrap = self.state.bootstrap
+        if consume_during:
+            self.start_consumer()
+        self.producer = ToolProcess("kafka-verifiable-producer.sh", [
+            "--bootstrap-server", self.state.bootstrap, "--topic", self.topic, "--acks", "-1",
+            "--throughput", str(self.throughput)], self.keep_dir)
+        self.expect_progress("before the fault", records=2 * self.throughput, timeout=60)
+
+    def start_consumer(self) -> None:
         self.consumer = ToolProcess("kafka-verifiable-consumer.sh", [
-            "--bootstrap-server", bootstrap, "--topic", self.topic, "--group-id", f"{self.topic}-verifier",
-            "--verbose", "--reset-policy", "earliest", "--session-timeout", "10000"], self.keep_dir)
+            "--bootstrap-server", self.state.bootstrap, "--topic", self.topic, "--group-id",
+            f"{self.topic}-verifier", "--verbose", "--reset-policy", "earliest", "--session-timeout", "10000"],
+            self.keep_dir)
         wait_for(lambda: self.consumer.count("partitions_assigned") or self._tool_died(), 60,
                  "the verifiable consumer to be assigned its partitions")
         self.log("kafka-verifiable-consumer joined its group and owns the partitions")
-        self.producer = ToolProcess("kafka-verifiable-producer.sh", [
-            "--bootstrap-server", bootstrap, "--topic", self.topic, "--acks", "-1",
-            "--throughput", str(self.throughput)], self.keep_dir)
-        self.expect_progress("before the fault", records=2 * self.throughput, timeout=60)
 
     def finish(self) -> str | None:
         """Stop the producer, let the consumer read up to each high watermark, stop it.
@@ -249,9 +329,9 @@ class Run:
             self.producer.stop()
             self.log(f"producer stopped: {self.acked()} acknowledged, "
                      f"{self.producer.count('producer_send_error')} send errors")
-        if self.consumer is None:
-            return problem
         try:
+            if self.consumer is None:       # a scenario that judges what the log kept at the end
+                self.start_consumer()
             highs = self._high_watermarks()
             wait_for(lambda: self._caught_up(highs) or self._tool_died(), 60,
                      f"the consumer to read up to the high watermarks {highs}")
@@ -259,7 +339,8 @@ class Run:
                      + ", ".join(f"{p}: {h}" for p, h in sorted(highs.items())))
         except Exception as error:  # judged all the same: what it did read still counts
             problem = str(error)
-        self.consumer.stop()
+        if self.consumer is not None:
+            self.consumer.stop()
         return problem
 
     def _high_watermarks(self) -> dict[int, int]:
@@ -277,6 +358,8 @@ class Run:
 
     def heal(self) -> None:
         """Every node running again and the network whole, whatever the scenario left behind."""
+        for node in list(self.paused):
+            self.resume(node)
         if self.lab.state().network.get("partition"):
             try:
                 self.heal_network()
@@ -319,9 +402,7 @@ def controller_kill(run: Run) -> None:
     node = run.controller()
     run.log(f"broker-{node.broker_id} is the controller")
     run.kill(node, signal.SIGKILL)
-    new = wait_for(lambda: (c,) if (c := run.zk.controller()) is not None and c != node.broker_id else None,
-                   45, "a new controller")[0]
-    run.log(f"broker-{new} elected controller")
+    run.wait_new_controller(node.broker_id)
     run.wait_leaders_elsewhere(node.broker_id)
     run.expect_progress(f"while {node.name} is down")
     run.restart(node)
@@ -336,6 +417,112 @@ def leader_clean_shutdown(run: Run) -> None:
     run.expect_progress(f"while {node.name} is down")
     run.restart(node)
     run.wait_full_isr()
+
+
+def controller_clean_shutdown(run: Run) -> None:
+    node = run.controller()
+    run.log(f"broker-{node.broker_id} is the controller")
+    run.kill(node, signal.SIGTERM)
+    run.wait_new_controller(node.broker_id)
+    run.wait_leaders_elsewhere(node.broker_id)
+    run.expect_progress(f"while {node.name} is down")
+    run.restart(node)
+    run.wait_full_isr()
+
+
+def _bounce(run: Run, find: Callable[[], Node], role: str) -> None:
+    """Kafka's hard_bounce: kill -9 whoever holds the role, start it again as soon as its
+    session is gone, and chase the role's next holder; no wait for a new leader or ISR."""
+    for bounce in range(1, run.bounces + 1):
+        node = find()
+        run.log(f"bounce {bounce}/{run.bounces}: broker-{node.broker_id} is {role}")
+        run.kill(node, signal.SIGKILL)
+        run.restart(node)
+    run.wait_full_isr(timeout=90)
+    run.expect_progress(f"after {run.bounces} bounces")
+
+
+def leader_bounce(run: Run) -> None:
+    _bounce(run, lambda: run.live_leader_of(0), f"the leader of {run.topic}-0")
+
+
+def controller_bounce(run: Run) -> None:
+    _bounce(run, run.live_controller, "the controller")
+
+
+def zookeeper_leader_kill(run: Run) -> None:
+    """The ensemble's leader (`srvr` says Mode: leader) dies; the two others elect a new
+    one and the brokers' sessions move to a surviving server before they expire."""
+    def modes() -> dict[str, str | None]:
+        return {n.name: zookeeper_mode(n.host, n.port) for n in run.lab.state().zookeepers}
+    leaders = wait_for(lambda: [name for name, mode in modes().items() if mode == "leader"], 30,
+                       "a ZooKeeper server in Mode: leader")
+    node = run.lab.state().node(leaders[0])
+    assert node is not None
+    run.log(f"{node.name} leads the ZooKeeper ensemble ("
+            + ", ".join(f"{name} {mode}" for name, mode in modes().items()) + ")")
+    run.kill(node, signal.SIGKILL)
+    new = wait_for(lambda: [name for name, mode in modes().items() if mode == "leader"], 60,
+                   "the other ZooKeeper servers to elect a leader")
+    run.log(f"{new[0]} leads the ensemble now")
+    run.expect_progress(f"while {node.name} is down")
+    wait_for(lambda: run.zk.registered() >= {b.broker_id for b in run.lab.state().brokers}, 30,
+             "every broker to be registered")
+    run.log("every broker still registered")
+    run.restart(node)
+    run.log(f"{node.name} back as {zookeeper_mode(node.host, node.port)}")
+    run.wait_full_isr()
+
+
+def zookeeper_session_expiry(run: Run) -> None:
+    """The leader of partition 0 frozen (SIGSTOP) until ZooKeeper expires its session, then
+    woken (SIGCONT): it must find its session gone, register again and follow."""
+    node = run.leader_of(0)
+    controller = run.zk.controller()
+    run.log(f"broker-{node.broker_id} leads {run.topic}-0"
+            + (" and is the controller" if controller == node.broker_id else f"; broker-{controller} is the controller"))
+    run.pause(node)
+    run.wait_deregistered(node)
+    run.wait_new_leader(0, node.broker_id)
+    run.expect_progress(f"while {node.name} is frozen")
+    run.resume(node)
+    run.wait_registered(node)
+    run.wait_full_isr(timeout=90)
+
+
+def unclean_leader_election(run: Run) -> None:
+    """unclean.leader.election.enable=true on the topic, then its price: a follower falls
+    out of every ISR (kill -9), the others acknowledge records without it, every ISR
+    member dies, the out-of-sync follower comes back alone and is elected; what it never
+    had is gone once the others return and truncate to it."""
+    leader = run.leader_of(0)
+    controller = run.zk.controller()
+    others = [b for b in run.lab.state().brokers if b.broker_id != leader.broker_id]
+    behind = next((b for b in others if b.broker_id != controller), others[0])
+    run.kill(behind, signal.SIGKILL)
+
+    def out_of_every_isr() -> bool:
+        states = run.zk.partitions(run.topic).values()
+        return all(s is not None and behind.broker_id not in s.isr for s in states)
+    wait_for(out_of_every_isr, 45, f"{behind.name} to leave the ISR of every partition")
+    run.log(f"{behind.name} out of every ISR; the others acknowledge without it")
+    run.expect_progress(f"without {behind.name}", records=2 * run.throughput)
+    in_sync = [b for b in run.lab.state().brokers if b.broker_id != behind.broker_id]
+    for node in in_sync:
+        run.kill(node, signal.SIGKILL)
+    run.log("every ISR member is down: no partition of the topic has a leader")
+    run.restart(behind)
+
+    def led_by_behind() -> bool:
+        states = run.zk.partitions(run.topic).values()
+        return all(s is not None and s.leader == behind.broker_id for s in states)
+    wait_for(led_by_behind, 60, f"an unclean election of {behind.name} on every partition")
+    run.log(f"{behind.name}, out of sync, elected leader of every partition (unclean leader election); "
+            f"alone in the ISR it takes no acks=all write (min.insync.replicas={MIN_INSYNC_REPLICAS})")
+    for node in in_sync:
+        run.restart(node)
+    # They truncate to the unclean leader's log: what only they had is gone for good.
+    run.wait_full_isr(timeout=90)
 
 
 def partition_leader(run: Run) -> None:
@@ -366,30 +553,59 @@ class Scenario:
     summary: str
     fault: Callable[[Run], None]
     backends: tuple[str, ...] = ()         # the backends that can run it; () for every one
+    needs_ensemble: bool = False           # a ZooKeeper ensemble (up --zookeeper ensemble)
+    topic_configs: tuple[tuple[str, str], ...] = ()
+    consume_during: bool = True            # False: the consumer reads what the log kept, at the end
+    loss_allowed: bool = False             # its configuration lets acknowledged records go
 
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
-    Scenario("leader-kill", "kill -9 the leader of partition 0, wait for a new leader, restart it", leader_kill),
-    Scenario("controller-kill", "kill -9 the controller, wait for a new one, restart it", controller_kill),
     Scenario("leader-clean-shutdown", "SIGTERM the leader of partition 0 (controlled shutdown), restart it",
              leader_clean_shutdown),
+    Scenario("leader-kill", "kill -9 the leader of partition 0, wait for a new leader, restart it", leader_kill),
+    Scenario("leader-bounce", "kill -9 the leader of partition 0 and start it again at once, chasing the "
+             "leadership (Kafka's hard_bounce)", leader_bounce),
+    Scenario("controller-clean-shutdown", "SIGTERM the controller (controlled shutdown), wait for a new one, "
+             "restart it", controller_clean_shutdown),
+    Scenario("controller-kill", "kill -9 the controller, wait for a new one, restart it", controller_kill),
+    Scenario("controller-bounce", "kill -9 the controller and start it again at once, chasing the controller "
+             "(Kafka's hard_bounce)", controller_bounce),
+    Scenario("zk-leader-kill", "kill -9 the ZooKeeper ensemble's leader, wait for a new one, restart it",
+             zookeeper_leader_kill, needs_ensemble=True),
+    Scenario("zk-session-expiry", "freeze the leader of partition 0 (SIGSTOP) until ZooKeeper expires its "
+             "session, then SIGCONT", zookeeper_session_expiry),
     Scenario("rolling-restart", "restart every broker in turn (SIGTERM, start, full ISR before the next)",
              rolling_restart),
     Scenario("partition-leader", "cut the leader of partition 0 off from ZooKeeper and the other brokers, "
              "wait for a new leader, heal", partition_leader, backends=("netns", "docker")),
+    Scenario("unclean-leader-election", "unclean.leader.election.enable=true: a follower out of the ISR is "
+             "elected once every ISR member is down; shows the acknowledged records that costs",
+             unclean_leader_election, topic_configs=(("unclean.leader.election.enable", "true"),),
+             consume_during=False, loss_allowed=True),
 )}
 
 
-def runs_on(scenario: Scenario, backend: str) -> bool:
-    return not scenario.backends or backend in scenario.backends
+def unmet_needs(scenario: Scenario, backend: str, zookeeper_mode: str) -> str | None:
+    """Why the scenario cannot run on this lab (None: it can)."""
+    if scenario.backends and backend not in scenario.backends:
+        return (f"scenario {scenario.name} needs a lab on --backend {' or '.join(scenario.backends)} "
+                f"(this one runs on the {backend} backend)")
+    if scenario.needs_ensemble and zookeeper_mode != "ensemble":
+        return (f"scenario {scenario.name} needs a ZooKeeper ensemble (this lab has a standalone server; "
+                "kafkalike-lab.sh down; kafkalike-lab.sh up --zookeeper ensemble)")
+    return None
+
+
+def runs_on(scenario: Scenario, backend: str, zookeeper_mode: str = "ensemble") -> bool:
+    return unmet_needs(scenario, backend, zookeeper_mode) is None
 
 
 def preflight(lab: Lab, name: str | None = None) -> None:
     state = lab.state()
     scenario = SCENARIOS.get(name) if name else None
-    if scenario is not None and not runs_on(scenario, state.backend):
-        raise LabError(f"scenario {name} needs a lab on --backend {' or '.join(scenario.backends)} "
-                       f"(this one runs on the {state.backend} backend)")
+    unmet = unmet_needs(scenario, state.backend, state.zookeeper_mode) if scenario is not None else None
+    if unmet:
+        raise LabError(unmet)
     if state.network.get("partition"):
         raise LabError("the lab is partitioned; scenarios start from a whole lab (kafkalike-lab.sh heal)")
     down = [n.name for n in state.nodes if not lab.alive(n)]
@@ -402,14 +618,14 @@ def preflight(lab: Lab, name: str | None = None) -> None:
 
 
 def run_scenario(lab: Lab, name: str, *, throughput: int = 300, keep_topic: bool = False,
-                 out: TextIO = sys.stdout) -> Outcome:
+                 bounces: int = BOUNCES, out: TextIO = sys.stdout) -> Outcome:
     scenario = SCENARIOS[name]
     preflight(lab, name)
     print(f"scenario {name}: {scenario.summary}", file=out, flush=True)
-    run = Run(lab, name, throughput, out)
+    run = Run(lab, name, throughput, out, bounces=bounces, topic_configs=dict(scenario.topic_configs))
     error: str | None = None
     try:
-        run.setup()
+        run.setup(consume_during=scenario.consume_during)
         scenario.fault(run)
         run.expect_progress("after the fault", records=max(50, throughput))
     except Exception as failure:  # judged and reported all the same, and the lab healed
@@ -420,6 +636,8 @@ def run_scenario(lab: Lab, name: str, *, throughput: int = 300, keep_topic: bool
         run.cleanup(keep_topic)
         raise
     try:
+        if not scenario.consume_during:
+            run.heal()          # its consumer reads what the whole lab kept, even after a failure
         problem = run.finish()
         error = error or problem
     finally:
@@ -427,4 +645,4 @@ def run_scenario(lab: Lab, name: str, *, throughput: int = 300, keep_topic: bool
         run.cleanup(keep_topic)
     verdict = judge(run.producer.snapshot() if run.producer else [],
                     run.consumer.snapshot() if run.consumer else [])
-    return Outcome(name, run.topic, time.monotonic() - run.began, verdict, error)
+    return Outcome(name, run.topic, time.monotonic() - run.began, verdict, error, loss_allowed=scenario.loss_allowed)

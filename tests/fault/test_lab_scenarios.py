@@ -1,13 +1,15 @@
 """`kafkalike-lab.sh scenario`: faults under Kafka's verifiable producer and consumer, judged.
 
-One lab (ZooKeeper and 3 broker daemons, in a scratch directory on free ports) serves
-the module's local scenarios, one netns lab (each node in a network namespace of
+One lab (a 3-node ZooKeeper ensemble and 3 broker daemons, in a scratch directory on
+free ports) serves every scenario the local backend runs, one netns lab (each node in a network namespace of
 its own, made as root) and one docker lab (a container per node, tests/docker_daemon.py
 starts dockerd when none runs) the partition scenario. Each scenario runs as a user would run
 it, through bin/kafkalike-lab.sh, and the test reads only its printed table: every
 record the producer saw acknowledged (acks=all on an RF=3, min.insync.replicas=2 topic)
-must have been read back by the consumer, so the verdict is PASS with 0 lost. A
-scenario heals the lab itself; each lab's finalizer runs `down` and kill -9s anything
+must have been read back by the consumer, so the verdict is PASS with 0 lost. The
+unclean leader election is the exception: it may lose acknowledged records, and its
+verdict must say so (EXPECTED LOSS) rather than FAIL. Bounces are 2 here (Kafka's 5 is
+the command's default) to keep the tier short. A scenario heals the lab itself; each lab's finalizer runs `down` and kill -9s anything
 left (and deletes the netns lab's namespaces and link).
 """
 from __future__ import annotations
@@ -27,10 +29,10 @@ pytestmark = pytest.mark.fault
 COLUMNS = ["SCENARIO", "ACKNOWLEDGED", "LOST", "DUPLICATED", "REORDERED", "SEND ERRORS", "DURATION", "VERDICT"]
 
 
-def _lab_up(backend: str):
+def _lab_up(backend: str, *args: str):
     lab = LabUnderTest.create(backend)
     try:
-        up = lab.up()
+        up = lab.up(*args)
         assert up.returncode == 0, up.stdout + up.stderr
         yield lab
     finally:
@@ -39,7 +41,7 @@ def _lab_up(backend: str):
 
 @pytest.fixture(scope="module")
 def lab():
-    yield from _lab_up("local")
+    yield from _lab_up("local", "--zookeeper", "ensemble")
 
 
 @pytest.fixture(scope="module")
@@ -75,9 +77,43 @@ def summary_row(output: str, name: str) -> dict[str, str]:
     return dict(zip(COLUMNS, re.split(r"\s{2,}", row.strip())))
 
 
-@pytest.mark.parametrize("scenario", ["leader-kill", "controller-kill"])
+LOCAL_SCENARIOS = ["leader-clean-shutdown", "leader-kill", "leader-bounce", "controller-clean-shutdown",
+                   "controller-kill", "controller-bounce", "zk-leader-kill", "zk-session-expiry", "rolling-restart"]
+
+
+@pytest.mark.parametrize("scenario", LOCAL_SCENARIOS)
 def test_scenario_passes_with_nothing_lost(lab: LabUnderTest, scenario: str):
-    check_scenario(lab, scenario)
+    output = check_scenario(lab, scenario)
+    if scenario.endswith("-bounce"):
+        assert "bounce 2/2" in output, output
+    if scenario == "zk-leader-kill":
+        assert re.search(r"zk-\d leads the ZooKeeper ensemble .*zk-\d leader", output), output
+        assert re.search(r"zk-\d back as follower", output), output
+    if scenario == "zk-session-expiry":
+        assert re.search(r"/brokers/ids/\d gone: ZooKeeper expired the session", output), output
+        assert "registered again" in output
+
+
+def test_every_local_scenario_is_run_here():
+    """`scenario all` on a local ensemble lab is exactly this file's local list plus the unclean one."""
+    from kafkalike.lab.scenarios import SCENARIOS, runs_on
+    assert [n for n, s in SCENARIOS.items() if runs_on(s, "local", "ensemble")] == \
+        [n for n in SCENARIOS if n in LOCAL_SCENARIOS or n == "unclean-leader-election"]
+
+
+def test_unclean_leader_election_shows_its_cost(lab: LabUnderTest):
+    """An out-of-sync replica elected once every ISR member died: records acknowledged
+    without it may be gone, and the verdict says so instead of failing."""
+    result = lab.run("scenario", "unclean-leader-election", timeout=300)
+    output = result.stdout + result.stderr
+    row = summary_row(result.stdout, "unclean-leader-election")
+    assert row["VERDICT"] in ("EXPECTED LOSS", "PASS"), output
+    assert int(row["ACKNOWLEDGED"]) > 0 and int(row["LOST"]) >= 0, output
+    assert (row["VERDICT"] == "EXPECTED LOSS") == (int(row["LOST"]) > 0), output
+    assert "unclean.leader.election.enable=true" in output, output
+    assert re.search(r"broker-\d, out of sync, elected leader of every partition", output), output
+    assert result.returncode == 0, output
+    assert all(node["alive"] for node in lab.status()["nodes"])
 
 
 def test_partition_leader_on_netns_passes_with_nothing_lost(netns_lab: LabUnderTest):
@@ -101,7 +137,7 @@ def test_partition_leader_on_docker_passes_with_nothing_lost(docker_lab: LabUnde
 
 
 def check_scenario(lab: LabUnderTest, scenario: str) -> str:
-    result = lab.run("scenario", scenario, timeout=300)
+    result = lab.run("scenario", scenario, "--bounces", "2", timeout=300)
     output = result.stdout + result.stderr
     row = summary_row(result.stdout, scenario)
     assert row["VERDICT"] == "PASS", output
