@@ -29,6 +29,7 @@ from kafkalike.client.admin_types import (
     TopicDescription,
     TopicListing,
 )
+from kafkalike.client.security import ClientSecurity
 from kafkalike.client.connection import (
     BrokerConnection,
     KafkaConnectionError,
@@ -129,8 +130,7 @@ class AdminClient:
         merged = {**DEFAULTS, **{str(k): str(v) for k, v in config.items()}}
         if "bootstrap.servers" not in merged:
             raise ValueError('Missing required configuration "bootstrap.servers" which has no default value.')
-        if merged["security.protocol"].upper() != "PLAINTEXT":
-            raise ValueError(f"security.protocol {merged['security.protocol']} is not supported")
+        self.security = ClientSecurity.from_config(merged)
         self.config = merged
         self._bootstrap = parse_bootstrap_servers(merged["bootstrap.servers"])
         self._request_timeout = _ms(merged, "request.timeout.ms")
@@ -813,7 +813,7 @@ class AdminClient:
         if remaining <= 0:
             raise _Retry(False)
         connection = BrokerConnection(host, port, client_id=self.config["client.id"],
-                                      timeout=min(self._request_timeout, remaining))
+                                      timeout=min(self._request_timeout, remaining), security=self.security)
         try:
             connection.connect()
         except KafkaConnectionError:

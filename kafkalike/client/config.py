@@ -15,6 +15,7 @@ import logging
 from typing import Any, Mapping
 
 from kafkalike.client.errors import ConfigError, UnsupportedFeatureError
+from kafkalike.client.security import ClientSecurity
 from kafkalike.common.config_def import (
     INT_MAX,
     ConfigKey,
@@ -29,8 +30,8 @@ from kafkalike.common.config_def import (
 
 log = logging.getLogger("kafkalike.client.config")
 
-B, S, I, L, LS, C = (ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG,
-                     ConfigType.LIST, ConfigType.CLASS)
+B, S, I, L, LS, C, P = (ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG,
+                        ConfigType.LIST, ConfigType.CLASS, ConfigType.PASSWORD)
 
 
 def _key(name: str, ctype: ConfigType, default: Any, validator: Validator | None = None) -> ConfigKey:
@@ -66,6 +67,36 @@ _COMMON = _keys(
     _key("security.protocol", S, "PLAINTEXT",
          one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", case_sensitive=False)),
     _key("security.providers", S, None),
+)
+
+# SslConfigs and SaslConfigs as clients have them (Kafka 2.8 defaults); kafkalike.client.security
+# reads them. JKS stays the default type as in Java, and is refused with the key named.
+_SECURITY = _keys(
+    _key("ssl.protocol", S, "TLSv1.3"),
+    _key("ssl.provider", S, None),
+    _key("ssl.cipher.suites", LS, None),
+    _key("ssl.enabled.protocols", LS, ["TLSv1.2", "TLSv1.3"]),
+    _key("ssl.keystore.type", S, "JKS"),
+    _key("ssl.keystore.location", S, None),
+    _key("ssl.keystore.password", P, None),
+    _key("ssl.key.password", P, None),
+    _key("ssl.keystore.key", P, None),
+    _key("ssl.keystore.certificate.chain", P, None),
+    _key("ssl.truststore.type", S, "JKS"),
+    _key("ssl.truststore.location", S, None),
+    _key("ssl.truststore.password", P, None),
+    _key("ssl.truststore.certificates", P, None),
+    _key("ssl.keymanager.algorithm", S, "SunX509"),
+    _key("ssl.trustmanager.algorithm", S, "PKIX"),
+    _key("ssl.endpoint.identification.algorithm", S, "https"),
+    _key("ssl.secure.random.implementation", S, None),
+    _key("ssl.engine.factory.class", C, None),
+    _key("sasl.mechanism", S, "GSSAPI"),
+    _key("sasl.jaas.config", P, None),
+    _key("sasl.kerberos.service.name", S, None),
+    _key("sasl.client.callback.handler.class", C, None),
+    _key("sasl.login.class", C, None),
+    _key("sasl.login.callback.handler.class", C, None),
 )
 
 
@@ -105,6 +136,7 @@ PRODUCER_CONFIG = _keys(
     _COMMON["interceptor.classes"],
     _COMMON["security.protocol"],
     _COMMON["security.providers"],
+    *_SECURITY.values(),
     _key("enable.idempotence", B, False),
     _key("transaction.timeout.ms", I, 60000),
     _key("transactional.id", S, None),
@@ -161,9 +193,7 @@ def _check_combinations(config: dict[str, Any], user: Mapping[str, Any]) -> None
         raise UnsupportedFeatureError(
             "transactional.id is not supported yet: transactions need InitProducerId and the transaction "
             "coordinator, which the broker does not serve.")
-    if config["security.protocol"].upper() != "PLAINTEXT":
-        raise UnsupportedFeatureError(f"security.protocol={config['security.protocol']} is not supported yet: "
-                                      "this client speaks PLAINTEXT only.")
+    ClientSecurity.from_config(config)   # a bad security key fails here, naming the key
     if config["acks"] == "all":
         config["acks"] = "-1"
     if not config["bootstrap.servers"]:
@@ -231,6 +261,7 @@ CONSUMER_CONFIG = _keys(
     _key("allow.auto.create.topics", B, True),
     _COMMON["security.protocol"],
     _COMMON["security.providers"],
+    *_SECURITY.values(),
 )
 
 
@@ -238,9 +269,7 @@ def consumer_config(user: Mapping[str, Any] | None) -> dict[str, Any]:
     """Kafka's consumer defaults overlaid with `user`, parsed and validated; raises ConfigError."""
     user = dict(user or {})
     out = _parse(CONSUMER_CONFIG, user)
-    if out["security.protocol"].upper() != "PLAINTEXT":
-        raise UnsupportedFeatureError(f"security.protocol={out['security.protocol']} is not supported yet: "
-                                      "this client speaks PLAINTEXT only.")
+    ClientSecurity.from_config(out)   # a bad security key fails here, naming the key
     if not out["bootstrap.servers"]:
         raise ConfigError("No resolvable bootstrap urls given in bootstrap.servers")
     out["isolation.level"] = out["isolation.level"].lower()

@@ -68,7 +68,8 @@ class BrokerConnection:
     """One TCP connection to a broker, speaking request/response one at a time."""
 
     def __init__(self, host: str, port: int, client_id: str | None = "kafkalike",
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, security=None) -> None:
+        self.security = security   # a client.security.ClientSecurity, or None for PLAINTEXT
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -109,14 +110,40 @@ class BrokerConnection:
             raise KafkaConnectionError(
                 f"Connection to {self.address} could not be established: {error}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        security = self.security
+        if security is not None and security.tls:
+            try:
+                sock = security.wrap(sock, self.host)
+            except (OSError, ValueError) as error:
+                sock.close()
+                raise KafkaConnectionError(f"SSL handshake with {self.address} failed: {error}") from None
         self._sock = sock
-        if negotiate:
+        if negotiate or (security is not None and security.sasl):
             try:
                 self.api_versions()
+                if security is not None and security.sasl:
+                    self._authenticate(security)
             except BaseException:
                 self.close()
                 raise
         return self
+
+    def _authenticate(self, security) -> None:
+        """SaslHandshake v1, then SaslAuthenticate until the login completes (KIP-152)."""
+        from kafkalike.client.security import SaslAuthenticationError
+        from kafkalike.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+        from kafkalike.protocol.messages.sasl_handshake import SaslHandshakeRequest
+        handshake = self.send(SaslHandshakeRequest(mechanism=security.mechanism), version=1)
+        if handshake.error_code:
+            raise SaslAuthenticationError(f"Client SASL mechanism '{security.mechanism}' not enabled in the "
+                                          f"server, enabled mechanisms are {list(handshake.mechanisms)}")
+        login = security.login()
+        token: bytes | None = login.first()
+        while token is not None:
+            answer = self.send(SaslAuthenticateRequest(auth_bytes=token), version=1)
+            if answer.error_code:
+                raise SaslAuthenticationError(answer.error_message or "SASL authentication failed")
+            token = login.next(bytes(answer.auth_bytes))
 
     def close(self) -> None:
         sock, self._sock = self._sock, None

@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
+from kafkalike.client.security import ClientSecurity
 from kafkalike.client.assignors import resolve_assignors
 from kafkalike.client.config import consumer_config
 from kafkalike.client.consumer_network import ConsumerNetworkClient, RequestFuture
@@ -133,6 +134,7 @@ class KafkaConsumer:
             reconnect_backoff_max_ms=cfg["reconnect.backoff.max.ms"],
             connection_setup_timeout_ms=cfg["socket.connection.setup.timeout.ms"],
             send_buffer_bytes=cfg["send.buffer.bytes"], receive_buffer_bytes=cfg["receive.buffer.bytes"],
+            security=ClientSecurity.from_config(cfg),
             log_prefix=self._log_prefix)
         self._net = ConsumerNetworkClient(client, self._metadata, allow_auto_create=cfg["allow.auto.create.topics"],
                                           log_prefix=self._log_prefix)

@@ -26,6 +26,7 @@ import logging
 import random
 import selectors
 import socket
+import ssl
 import struct
 import time
 from collections import deque
@@ -34,11 +35,14 @@ from typing import Callable
 from kafkalike.client.connection import SOFTWARE_NAME, SOFTWARE_VERSION
 from kafkalike.client.errors import KafkaTimeoutError, NetworkError, UnsupportedFeatureError
 from kafkalike.client.metadata import Metadata, Node
+from kafkalike.client.security import ClientSecurity, SaslAuthenticationError
 from kafkalike.protocol.api import APIS, API_VERSIONS, decode_response
 from kafkalike.protocol.errors import ErrorCode, ProtocolDecodeError
 from kafkalike.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafkalike.protocol.messages.headers import RequestHeader
 from kafkalike.protocol.messages.metadata import MetadataRequest
+from kafkalike.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from kafkalike.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from kafkalike.protocol.schema import MessageData
 from kafkalike.protocol.types import Writer
 
@@ -52,6 +56,8 @@ _RECV_CHUNK = 256 * 1024
 ResponseCallback = Callable[["MessageData | None", "Exception | None"], None]
 
 CONNECTING, NEGOTIATING, READY = "connecting", "negotiating", "ready"
+# With security.protocol set: the TLS handshake before ApiVersions, the SASL login after it.
+HANDSHAKING, AUTHENTICATING = "tls-handshaking", "authenticating"
 # Seconds before a refresh that could not be sent yet is looked at again, when no
 # connection event or backoff will say sooner (a node still negotiating, a v0 broker).
 METADATA_RECHECK = 0.5
@@ -92,8 +98,9 @@ class NetworkClient:
                  request_timeout_ms: int = 30000, reconnect_backoff_ms: int = 50,
                  reconnect_backoff_max_ms: int = 1000, connection_setup_timeout_ms: int = 10000,
                  send_buffer_bytes: int = 131072, receive_buffer_bytes: int = 32768,
-                 log_prefix: str = "") -> None:
+                 log_prefix: str = "", security: ClientSecurity | None = None) -> None:
         self.metadata = metadata
+        self.security = security if security is not None and security.protocol != "PLAINTEXT" else None
         self.client_id = client_id
         self.max_in_flight = max_in_flight
         self.request_timeout = request_timeout_ms / 1000
@@ -255,8 +262,69 @@ class NetworkClient:
         conn.events = events
 
     def _connected(self, conn: _Connection, now: float) -> None:
+        if self.security is not None and self.security.tls:
+            self._selector.unregister(conn.sock)
+            conn.events = 0
+            conn.sock = self.security.wrap(conn.sock, conn.node.host, blocking=False)
+            conn.state = HANDSHAKING
+            self._tls_handshake(conn, now)
+            return
         conn.state = NEGOTIATING
         self._send_api_versions(conn, now)
+
+    def _tls_handshake(self, conn: _Connection, now: float) -> None:
+        try:
+            conn.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._register(conn, selectors.EVENT_READ)
+            return
+        except ssl.SSLWantWriteError:
+            self._register(conn, selectors.EVENT_WRITE)
+            return
+        conn.state = NEGOTIATING
+        self._send_api_versions(conn, now)
+
+    def _start_sasl(self, conn: _Connection, now: float) -> None:
+        """KIP-152: SaslHandshake v1, then SaslAuthenticate until the login completes."""
+        conn.state = AUTHENTICATING
+        security = self.security
+        login = security.login()
+
+        def failed(error: Exception) -> None:
+            log.error("%sConnection to node %d (%s) failed authentication due to: %s", self.log_prefix,
+                      conn.node.id, _address_text(conn.node), error)
+            if self._conns.get(conn.node.id) is conn:
+                self._drop(conn, time.monotonic(), error, connect_failed=True)
+
+        def authenticated(response, error) -> None:
+            if error is not None or self._conns.get(conn.node.id) is not conn:
+                return
+            if response.error_code:
+                failed(SaslAuthenticationError(response.error_message or "SASL authentication failed"))
+                return
+            try:
+                token = login.next(bytes(response.auth_bytes))
+            except SaslAuthenticationError as exc:
+                failed(exc)
+                return
+            if token is None:
+                conn.state = READY
+                self._failures.pop(conn.node.id, None)
+            else:
+                self._enqueue(conn, SaslAuthenticateRequest(auth_bytes=token), 1, authenticated,
+                              time.monotonic(), True)
+
+        def handshaken(response, error) -> None:
+            if error is not None or self._conns.get(conn.node.id) is not conn:
+                return
+            if response.error_code:
+                failed(SaslAuthenticationError(f"Client SASL mechanism '{security.mechanism}' not enabled in the "
+                                               f"server, enabled mechanisms are {list(response.mechanisms)}"))
+                return
+            self._enqueue(conn, SaslAuthenticateRequest(auth_bytes=login.first()), 1, authenticated,
+                          time.monotonic(), True)
+
+        self._enqueue(conn, SaslHandshakeRequest(mechanism=security.mechanism), 1, handshaken, now, True)
 
     def _send_api_versions(self, conn: _Connection, now: float) -> None:
         request = ApiVersionsRequest(client_software_name=SOFTWARE_NAME, client_software_version=SOFTWARE_VERSION)
@@ -284,6 +352,9 @@ class NetworkClient:
         if error != ErrorCode.NONE:
             raise ProtocolDecodeError(f"ApiVersions failed with error {error}")
         conn.versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+        if self.security is not None and self.security.sasl:
+            self._start_sasl(conn, now)
+            return
         conn.state = READY
         self._failures.pop(conn.node.id, None)
 
@@ -362,6 +433,9 @@ class NetworkClient:
                             continue
                         self._connected(conn, now)
                     continue
+                if conn.state == HANDSHAKING:
+                    self._tls_handshake(conn, now)
+                    continue
                 if mask & selectors.EVENT_WRITE:
                     self._write(conn)
                 if mask & selectors.EVENT_READ:
@@ -377,8 +451,11 @@ class NetworkClient:
         while out:
             buffers = list(itertools.islice(out, 0, 128))
             try:
-                sent = conn.sock.sendmsg(buffers)
-            except BlockingIOError:
+                if isinstance(conn.sock, ssl.SSLSocket):   # no sendmsg through TLS
+                    sent = conn.sock.send(b"".join(buffers))
+                else:
+                    sent = conn.sock.sendmsg(buffers)
+            except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
                 break
             conn.written += sent
             full = sent < sum(len(b) for b in buffers)
@@ -401,7 +478,14 @@ class NetworkClient:
             self._register(conn, selectors.EVENT_READ)
 
     def _read(self, conn: _Connection, now: float) -> None:
-        chunk = conn.sock.recv(_RECV_CHUNK)
+        try:
+            chunk = conn.sock.recv(_RECV_CHUNK)
+            if isinstance(conn.sock, ssl.SSLSocket):
+                # Decrypted bytes already inside the TLS object wake no selector: take them now.
+                while conn.sock.pending():
+                    chunk += conn.sock.recv(_RECV_CHUNK)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return
         if not chunk:
             raise OSError("connection closed by the broker")
         buf = conn.in_buf
@@ -438,7 +522,7 @@ class NetworkClient:
 
     def _check_timeouts(self, now: float) -> None:
         for conn in list(self._conns.values()):
-            if conn.state == CONNECTING and now > conn.connect_deadline:
+            if conn.state in (CONNECTING, HANDSHAKING) and now > conn.connect_deadline:
                 self._drop(conn, now, KafkaTimeoutError(f"Connection to node {conn.node.id} timed out"),
                            connect_failed=True)
             elif conn.in_flight and now > conn.in_flight[0].deadline:

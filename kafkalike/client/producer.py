@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from kafkalike.client.security import ClientSecurity
 from kafkalike.client.accumulator import (
     FutureRecordMetadata,
     RecordAccumulator,
@@ -222,6 +223,7 @@ class KafkaProducer:
             reconnect_backoff_max_ms=cfg["reconnect.backoff.max.ms"],
             connection_setup_timeout_ms=cfg["socket.connection.setup.timeout.ms"],
             send_buffer_bytes=cfg["send.buffer.bytes"], receive_buffer_bytes=cfg["receive.buffer.bytes"],
+            security=ClientSecurity.from_config(cfg),
             log_prefix=self._log_prefix)
         self._sender = Sender(
             client, self._metadata, self._accumulator, acks=int(cfg["acks"]), retries=cfg["retries"],

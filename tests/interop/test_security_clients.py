@@ -23,7 +23,7 @@ import pytest
 
 from kafkalike.lab.cluster import Cluster
 from kafkalike.lab.zookeeper import free_ports
-from tests.conftest import scratch_dir
+from tests.conftest import REPO_ROOT, scratch_dir
 from tests.security_certs import JAAS_PLAIN, PASSWORD, Pki, make_pki
 
 SCRAM_USERS = {"scram256": ("SCRAM-SHA-256", "s256-secret"), "scram512": ("SCRAM-SHA-512", "s512-secret")}
@@ -327,3 +327,79 @@ def test_aiokafka_with_a_wrong_password_is_refused(secure, caplog):
     with pytest.raises(aiokafka.errors.KafkaConnectionError):
         asyncio.run(run())
     assert any("Authentication failed: Invalid username or password" in r.getMessage() for r in caplog.records)
+
+
+# -- kafkalike's own client and tools ----------------------------------------------------
+
+def _own_config(secure: SecureBroker, listener: str, mechanism: str | None = None, password_ok=True) -> dict:
+    protocol = {"MTLS": "SSL"}.get(listener, listener)
+    conf = {"bootstrap.servers": secure.addr(listener), "security.protocol": protocol}
+    if "SSL" in protocol:   # Java's keys: a PKCS12 truststore
+        conf.update({"ssl.truststore.type": "PKCS12", "ssl.truststore.location": secure.pki.path("truststore.p12"),
+                     "ssl.truststore.password": PASSWORD})
+    if listener == "MTLS":  # a PKCS12 keystore with the client certificate
+        conf.update({"ssl.keystore.type": "PKCS12", "ssl.keystore.location": secure.pki.path("client.p12"),
+                     "ssl.keystore.password": PASSWORD})
+    if mechanism:
+        user, pw = _user_for(mechanism)
+        module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if mechanism == "PLAIN"
+                  else "org.apache.kafka.common.security.scram.ScramLoginModule")
+        conf.update({"sasl.mechanism": mechanism, "sasl.jaas.config":
+                     f'{module} required username="{user}" password="{pw if password_ok else "nope"}";'})
+    return conf
+
+
+@pytest.mark.parametrize("listener,mechanism", [("MTLS", None), ("SASL_SSL", "SCRAM-SHA-512"),
+                                                ("SASL_PLAINTEXT", "PLAIN")])
+def test_kafkalike_client_produces_and_consumes(secure, listener, mechanism):
+    from kafkalike.client.consumer import KafkaConsumer
+    from kafkalike.client.producer import KafkaProducer
+    conf = _own_config(secure, listener, mechanism)
+    topic = f"own-{listener.lower()}-{(mechanism or 'tls').lower()}"
+    producer = KafkaProducer(conf)
+    for i in range(3):
+        producer.send(topic, f"o{i}".encode()).get(timeout=30)
+    producer.close()
+    consumer = KafkaConsumer({**conf, "group.id": "own-" + uuid.uuid4().hex[:6], "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < 3 and time.monotonic() < deadline:
+        for record in consumer.poll(0.5):
+            got.append(record.value)
+    consumer.close()
+    assert got == [b"o0", b"o1", b"o2"]
+
+
+def test_kafkalike_client_with_a_wrong_password_logs_kafkas_message(secure, caplog):
+    from kafkalike.client.producer import KafkaProducer
+    from kafkalike.client.errors import KafkaError
+    producer = KafkaProducer({**_own_config(secure, "SASL_SSL", "SCRAM-SHA-256", password_ok=False),
+                              "max.block.ms": 3000})
+    try:
+        with pytest.raises(KafkaError):
+            producer.send("never", b"x").get(timeout=10)
+    finally:
+        producer.close()
+    assert any("failed authentication due to: Authentication failed during authentication due to invalid "
+               "credentials with SASL mechanism SCRAM-SHA-256" in r.getMessage() for r in caplog.records)
+
+
+def test_tools_take_security_from_their_config_files(secure, tmp_path):
+    """kafka-topics --command-config and the console tools' --producer.config/--consumer.config."""
+    props = tmp_path / "client.properties"
+    props.write_text("".join(f"{k}={v}\n" for k, v in _own_config(secure, "SASL_SSL", "SCRAM-SHA-256").items()
+                             if k != "bootstrap.servers"))
+    bootstrap = secure.addr("SASL_SSL")
+    run = lambda *args, **kw: subprocess.run([str(REPO_ROOT / "bin" / args[0]), *args[1:]],  # noqa: E731
+                                             capture_output=True, timeout=90, **kw)
+    created = run("kafka-topics.sh", "--bootstrap-server", bootstrap, "--command-config", str(props),
+                  "--create", "--topic", "tooled", "--partitions", "1", "--replication-factor", "1")
+    assert created.returncode == 0, created.stderr
+    assert b"Created topic tooled." in created.stdout
+    produced = run("kafka-console-producer.sh", "--bootstrap-server", bootstrap, "--producer.config", str(props),
+                   "--topic", "tooled", input=b"alpha\nbeta\n")
+    assert produced.returncode == 0, produced.stderr
+    consumed = run("kafka-console-consumer.sh", "--bootstrap-server", bootstrap, "--consumer.config", str(props),
+                   "--topic", "tooled", "--from-beginning", "--max-messages", "2", "--timeout-ms", "30000")
+    assert consumed.stdout.split() == [b"alpha", b"beta"], consumed.stderr
