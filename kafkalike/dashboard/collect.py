@@ -23,10 +23,12 @@ from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from kafkalike.client.admin import AdminClient, KafkaAdminError
-from kafkalike.client.connection import BrokerConnection, KafkaConnectionError
-from kafkalike.client.groups import OffsetSpec
+from kafkalike.client.connection import BrokerConnection, KafkaConnectionError, UnsupportedApiVersion
+from kafkalike.client.groups import GroupListing, OffsetSpec
 from kafkalike.dashboard.model import (DOWN, UP, BrokerRow, GroupRow, LagRow, MemberRow, PartitionRow,
                                        Snapshot, TopicRow)
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.list_groups import ListGroupsRequest
 from kafkalike.zkdata.broker_registration import BrokerIdZNode
 from kafkalike.zkdata.znodes import ControllerEpochZNode, ControllerZNode
 
@@ -125,7 +127,7 @@ class Collector:
         topics = tuple(TopicRow(t.name, t.internal, tuple(
             PartitionRow(p.topic, p.partition, p.leader, p.replicas, p.isr, p.offline_replicas,
                          log_end.get((p.topic, p.partition))) for p in t.partitions)) for t in topics)
-        groups = self._groups(log_end, errors) if reached else ()
+        groups = self._groups(log_end, [b for b in brokers if b.status == UP], errors) if reached else ()
 
         counters = {PRODUCED: {}, FETCHED: {}}
         if self.metrics_urls:
@@ -244,12 +246,32 @@ class Collector:
 
     # -- groups ---------------------------------------------------------------------------
 
-    def _groups(self, log_end: dict[tuple[str, int], int], errors: list[str]) -> tuple[GroupRow, ...]:
-        try:
-            listings = [g for g in self.admin.list_groups() if g.is_consumer_group]
-        except (KafkaAdminError, OSError) as error:
-            errors.append(f"groups: {error}")
-            return ()
+    def _list_groups(self, brokers: Sequence[BrokerRow], errors: list[str]) -> list[GroupListing]:
+        """ListGroups asked of each broker that answers (each lists the groups it coordinates),
+        so a dead broker still in the metadata costs only its own groups, not the call."""
+        found: dict[str, GroupListing] = {}
+        for broker in brokers:
+            connection = BrokerConnection(broker.host, broker.port, client_id="kafkalike-dashboard",
+                                          timeout=REQUEST_TIMEOUT_MS / 1000)
+            try:
+                connection.connect()
+                version = connection.pick_version(ListGroupsRequest.API_KEY)
+                response = connection.send(ListGroupsRequest(states_filter=[]), version)
+            except (KafkaConnectionError, UnsupportedApiVersion) as error:
+                errors.append(f"groups of broker {broker.id}: {error}")
+                continue
+            finally:
+                connection.close()
+            if response.error_code != ErrorCode.NONE:
+                errors.append(f"groups of broker {broker.id}: {ErrorCode(response.error_code).name}")
+                continue
+            for g in response.groups:
+                found[g.group_id] = GroupListing(g.group_id, g.protocol_type, g.group_state if version >= 4 else None)
+        return [found[g] for g in sorted(found)]
+
+    def _groups(self, log_end: dict[tuple[str, int], int], brokers: Sequence[BrokerRow],
+                errors: list[str]) -> tuple[GroupRow, ...]:
+        listings = [g for g in self._list_groups(brokers, errors) if g.is_consumer_group]
         rows = []
         for listing in listings:
             group_id = listing.group_id

@@ -205,6 +205,15 @@ def test_dashboard_shows_a_dead_broker_under_replicated_partitions_and_lag(clust
     page = get(f"{url}/", timeout=2)        # answered from the last snapshot, never waiting on the cluster
     assert time.monotonic() - started < 1.5 and b"Brokers" in page
 
+    def seen_down_with_the_group_listed():
+        # Before ZooKeeper expires the dead broker's session the metadata still lists it; the
+        # group, coordinated elsewhere, must not be lost to the dead broker's ListGroups.
+        snap = json.loads(get(f"{url}/snapshot.json"))["snapshot"]
+        dead = [b for b in snap["brokers"] if b["id"] == victim and b["status"] == "down"]
+        group = [g for g in snap["groups"] if g["group_id"] == GROUP and not g["error"] and g["members"]]
+        return dead and group and dead[0]["in_metadata"]
+    wait_until(seen_down_with_the_group_listed, 5, f"broker {victim} down, still in the metadata, and the group")
+
     def settled():
         snap = json.loads(get(f"{url}/snapshot.json"))["snapshot"]
         dead = [b for b in snap["brokers"] if b["id"] == victim]
