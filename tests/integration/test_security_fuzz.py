@@ -5,10 +5,15 @@ and SSL listeners never log anyone in and never take the broker down; a SCRAM
 client-final message replayed on a new connection (where the server's nonce differs) is
 refused with SASL_AUTHENTICATION_FAILED, and the connection it came on cannot then be used.
 After all of it an honest SCRAM client still logs in and the broker still serves.
+With connections.max.reauth.ms (KIP-368) the session lifetime is announced, the same
+principal may re-authenticate on the live connection, another may not, and a connection
+that lets its session expire is closed at its next request. A v0 handshake is followed by
+raw SASL tokens, as Kafka accepts from old clients.
 """
 from __future__ import annotations
 
 import random
+import time
 import shutil
 import socket
 import ssl
@@ -28,6 +33,7 @@ from tests.conftest import scratch_dir
 from tests.security_certs import JAAS_PLAIN, PASSWORD, make_pki
 
 USER, SECRET = "fuzzer", "fuzz-secret"
+REAUTH_MS = 1500
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +50,7 @@ def target(module_zk_chroot):
         "ssl.keystore.password": PASSWORD, "ssl.client.auth": "required",
         "ssl.truststore.type": "PEM", "ssl.truststore.location": pki.path("ca.pem"),
         "connection.failed.authentication.delay.ms": "10",
+        "listener.name.sasl_plaintext.connections.max.reauth.ms": str(REAUTH_MS),
     })
     try:
         broker.start()
@@ -109,7 +116,7 @@ def test_a_replayed_scram_client_final_message_logs_nobody_in(target):
     broker, sasl_port, _, _ = target
     exchange = ScramClientExchange("SCRAM-SHA-256", USER, SECRET)
     raw, final, ok = _scram_login(sasl_port, exchange)
-    assert ok.error_code == 0 and ok.session_lifetime_ms == 0
+    assert ok.error_code == 0 and ok.session_lifetime_ms == REAUTH_MS
     exchange.verify(ok.auth_bytes)
     raw.request(MetadataRequest(topics=[]), 1)    # logged in: served
     raw.close()
@@ -168,3 +175,41 @@ def test_garbage_and_truncated_exchanges_never_log_in_nor_take_the_broker_down(t
     assert raw.request(MetadataRequest(topics=[]), 1).brokers
     raw.close()
     assert "Traceback" not in broker.server_log.read_text()
+
+
+def test_reauthentication_keeps_the_mechanism_and_an_expired_session_is_closed(target):
+    _, sasl_port, _, _ = target
+    raw, _, ok = _scram_login(sasl_port, ScramClientExchange("SCRAM-SHA-256", USER, SECRET))
+    assert ok.session_lifetime_ms == REAUTH_MS
+    # The same user again on the same connection: accepted, and the connection still serves.
+    assert raw.request(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 1).error_code == 0
+    again = ScramClientExchange("SCRAM-SHA-256", USER, SECRET)
+    first = raw.request(SaslAuthenticateRequest(auth_bytes=again.first()), 1)
+    final = raw.request(SaslAuthenticateRequest(auth_bytes=again.final(first.auth_bytes)), 1)
+    assert final.error_code == 0
+    assert raw.request(MetadataRequest(topics=[]), 1).brokers
+    # Re-authentication must keep the mechanism: another one is refused.
+    assert raw.request(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM
+    raw.close()
+    raw, _, ok = _scram_login(sasl_port, ScramClientExchange("SCRAM-SHA-256", USER, SECRET))
+    time.sleep(REAUTH_MS / 1000 + 0.3)
+    assert _metadata_refused(raw)
+    raw.close()
+
+
+def test_a_v0_handshake_takes_raw_sasl_tokens(target):
+    _, sasl_port, _, _ = target
+    raw = Raw(sasl_port)
+    assert raw.request(SaslHandshakeRequest(mechanism="PLAIN"), 0).error_code == 0
+    token = b"\x00alice\x00alice-secret"
+    raw.sock.sendall(struct.pack(">i", len(token)) + token)
+    assert raw._exactly(4) == b"\x00\x00\x00\x00"     # PLAIN's empty answer, framed by its size
+    assert raw.request(MetadataRequest(topics=[]), 1).brokers
+    raw.close()
+    bad = Raw(sasl_port)
+    assert bad.request(SaslHandshakeRequest(mechanism="PLAIN"), 0).error_code == 0
+    token = b"\x00alice\x00wrong"
+    bad.sock.sendall(struct.pack(">i", len(token)) + token)
+    with pytest.raises(ConnectionError):
+        bad._exactly(4)
+    bad.close()
