@@ -1,0 +1,85 @@
+"""The transaction handlers' translation of the coordinator's answers per request version:
+clients older than KIP-588 get INVALID_PRODUCER_EPOCH where newer ones get
+PRODUCER_FENCED; unknown partitions fail AddPartitionsToTxn before the coordinator is
+asked; AddOffsetsToTxn adds the group's __consumer_offsets partition."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from twisted.internet import defer
+
+from kafkalike.broker.handlers.init_producer_id import handle_init_producer_id
+from kafkalike.broker.handlers.transactions import (handle_add_offsets_to_txn, handle_add_partitions_to_txn,
+                                                    handle_end_txn)
+from kafkalike.coordinator.transaction.coordinator import InitProducerIdResult
+from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
+from kafkalike.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
+from kafkalike.protocol.messages.end_txn import EndTxnRequest
+from kafkalike.protocol.messages.init_producer_id import InitProducerIdRequest
+from tests.unit.test_coordinator_membership import fired
+
+
+class FencingCoordinator:
+    """Answers every request PRODUCER_FENCED, and remembers what it was asked."""
+
+    active = True
+
+    def __init__(self) -> None:
+        self.added: list = []
+
+    def init_producer_id(self, txn_id, timeout_ms, expected):
+        return defer.succeed(InitProducerIdResult(-1, -1, ErrorCode.PRODUCER_FENCED))
+
+    def add_partitions_to_transaction(self, txn_id, pid, epoch, partitions):
+        self.added.append(partitions)
+        return defer.succeed(ErrorCode.PRODUCER_FENCED)
+
+    def end_transaction(self, txn_id, pid, epoch, committed):
+        return defer.succeed(ErrorCode.PRODUCER_FENCED)
+
+
+def ctx(version: int, coordinator=None):
+    known = {("t", 0), ("t", 1)}
+    metadata = SimpleNamespace(partition=lambda t, p: object() if (t, p) in known else None)
+    groups = SimpleNamespace(partition_for=lambda group: 7, active=True)
+    return SimpleNamespace(version=version, transactions=coordinator or FencingCoordinator(), metadata=metadata,
+                           groups=groups)
+
+
+def answer(result):
+    return fired(result) if isinstance(result, defer.Deferred) else result
+
+
+def test_producer_fenced_becomes_invalid_producer_epoch_for_old_clients():
+    end = EndTxnRequest(transactional_id="x", producer_id=1, producer_epoch=0, committed=True)
+    assert [answer(handle_end_txn(ctx(v), end)).error_code for v in range(4)] == [
+        ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED,
+        ErrorCode.PRODUCER_FENCED]
+    init = InitProducerIdRequest(transactional_id="x", transaction_timeout_ms=1000)
+    assert [answer(handle_init_producer_id(ctx(v), init)).error_code for v in range(5)] == [
+        ErrorCode.INVALID_PRODUCER_EPOCH] * 4 + [ErrorCode.PRODUCER_FENCED]
+    add = AddOffsetsToTxnRequest(transactional_id="x", producer_id=1, producer_epoch=0, group_id="g")
+    assert answer(handle_add_offsets_to_txn(ctx(1), add)).error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_add_offsets_adds_the_groups_offsets_partition():
+    coordinator = FencingCoordinator()
+    add = AddOffsetsToTxnRequest(transactional_id="x", producer_id=1, producer_epoch=0, group_id="g")
+    answer(handle_add_offsets_to_txn(ctx(3, coordinator), add))
+    assert coordinator.added == [{("__consumer_offsets", 7)}]
+
+
+def test_unknown_partitions_fail_add_partitions_before_the_coordinator():
+    R = AddPartitionsToTxnRequest
+    coordinator = FencingCoordinator()
+    request = R(transactional_id="x", producer_id=1, producer_epoch=0,
+                topics=[R.AddPartitionsToTxnTopic(name="t", partitions=[0, 9])])
+    resp = answer(handle_add_partitions_to_txn(ctx(3, coordinator), request))
+    assert {p.partition_index: p.error_code for t in resp.results for p in t.results} == {
+        0: ErrorCode.OPERATION_NOT_ATTEMPTED, 9: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert coordinator.added == []
+    request.topics[0].partitions = [0, 1]
+    resp = answer(handle_add_partitions_to_txn(ctx(1, coordinator), request))
+    assert {p.error_code for t in resp.results for p in t.results} == {ErrorCode.INVALID_PRODUCER_EPOCH}
+    assert coordinator.added == [{("t", 0), ("t", 1)}]
