@@ -10,7 +10,7 @@ the top-level module `kafkalike/properties.py` is a unit of its own). The rules:
 - storage imports none of broker, controller, coordinator and client; the client none
   of the server's packages (broker, controller, coordinator, storage); the controller
   and the coordinator neither the broker that hosts them nor the client;
-- no package imports the top (cli, lab, spark) but the top itself;
+- no package imports the top (cli, lab, spark, dashboard) but the top itself;
 - and no two packages reach each other through any chain of imports.
 
 Imports made by name at run time (`importlib.import_module(f"...")`) are not seen; the
