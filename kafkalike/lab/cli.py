@@ -1,7 +1,7 @@
 """bin/kafkalike-lab.sh: a ZooKeeper-mode Kafka cluster on this machine, and faults to hurt it with.
 
     kafkalike-lab.sh up [--backend local|netns|docker] [--brokers 3] [--zookeeper standalone|ensemble]
-                        [--base-port P] [--override k=v ...]
+                        [--base-port P] [--override k=v ...] [--spark]
     kafkalike-lab.sh status [--json]
     kafkalike-lab.sh kill NODE [-9]          NODE: broker-N, zk-N, controller, leader:TOPIC:PARTITION
     kafkalike-lab.sh restart NODE
@@ -69,6 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--broker-port", type=int, metavar="PORT", help="broker-0's port; broker-N uses PORT+N")
     up.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                     help="a server.properties key for every broker (repeatable)")
+    up.add_argument("--spark", action="store_true",
+                    help="also a Spark standalone master and one worker (local backend), for kafkalike's Spark "
+                         "source and sink (docs/spark.md)")
     up.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds to wait for the lab to serve")
 
     status = commands.add_parser("status", parents=[common], help="each node, the controller, under-replicated partitions")
@@ -161,6 +164,10 @@ def print_status(report: dict) -> None:
         shown = f" ({', '.join(listed[:8])}{', ...' if len(listed) > 8 else ''})" if listed else ""
         print(f"partitions: {report['partitions']}, under-replicated: {urp}{shown}, offline: {report['offline']}")
     print(f"bootstrap: {report['bootstrap']}")
+    spark = report.get("spark")
+    if spark:
+        print(f"spark: {spark['master_url']} ({spark['status'] or 'not answering'}, "
+              f"{spark['workers_alive']} worker(s) ALIVE), web UI {spark['web_url']}")
 
 
 def _describe_partition(partition: dict | None) -> str:
@@ -182,6 +189,7 @@ def _up(args: argparse.Namespace) -> int:
     spec = LabSpec.at_base_port(args.base_port) if args.base_port else LabSpec()
     spec.brokers, spec.zookeeper, spec.overrides = args.brokers, args.zookeeper, overrides
     spec.backend = args.backend
+    spec.spark = args.spark
     if args.zk_port:
         spec.zk_port = args.zk_port
     if args.broker_port:

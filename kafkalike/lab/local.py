@@ -36,7 +36,14 @@ from typing import Any, Callable, Iterator
 
 from kafkalike.lab.cluster import BROKER_MAIN, REPO_ROOT, BrokerProcess, BrokerStartError
 from kafkalike.lab.observe import ZooKeeperView, read_metadata, wait_for, zookeeper_mode
-from kafkalike.lab.processes import is_alive, port_in_use, processes_mentioning, send_signal, wait_gone
+from kafkalike.lab.processes import (
+    group_alive,
+    is_alive,
+    port_in_use,
+    processes_mentioning,
+    send_signal,
+    wait_gone,
+)
 from kafkalike.lab.state import LabError, LabState, Node, STATE_FILE, LOCK_FILE, locked, record_pid
 from kafkalike.lab.zookeeper import (
     FAST_ELECTION_OPTIONS,
@@ -57,6 +64,8 @@ SESSION_TIMEOUT_MS = 6000
 # Keys whose values the lab itself must know (its state names the ports and dirs).
 LAB_OWNED_KEYS = ("broker.id", "listeners", "log.dirs", "zookeeper.connect")
 SCENARIOS_DIR = "scenarios"       # the verifiable tools' events, kept per scenario run
+SPARK_DIR = "spark"               # up --spark: master.log, worker-1.log, worker-1/work
+SPARK_MARK = "-Dkafkalike.lab.dir="   # on the Spark daemons' java command lines, then LAB_DIR/
 
 Progress = Callable[[str], None]
 
@@ -80,6 +89,7 @@ class LabSpec:
     election_port: int = 3888
     broker_port: int = 9092                 # broker N listens on broker_port + N
     overrides: dict[str, str] = field(default_factory=dict)
+    spark: bool = False                     # a Spark standalone master and one worker
 
     @classmethod
     def at_base_port(cls, base: int, **kwargs) -> LabSpec:
@@ -104,6 +114,10 @@ class LabSpec:
             raise LabError(f"--brokers must be at least 1, not {self.brokers}")
         if self.zookeeper not in ("standalone", "ensemble"):
             raise LabError(f"--zookeeper is standalone or ensemble, not {self.zookeeper}")
+        if self.spark and self.backend != BACKEND:
+            raise LabError(f"--spark runs on the local backend only, not --backend {self.backend} (its Spark "
+                           "master and worker bind loopback); the Vagrant lab has a Spark node: docs/vagrant.md",
+                           exit_code=2)
         seen: dict[int, str] = {}
         for what, port in self.ports():
             if not 0 < port < 65536:
@@ -152,6 +166,13 @@ def _config_header(spec: LabSpec) -> str:
         "# controlled.shutdown.retry.backoff.ms=1000 so that stopping the last broker takes seconds, not 15.\n"
         "# Edit and `kafkalike-lab.sh restart broker-N` to try another setting.\n"
     )
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def _session_timeout_s(node: Node) -> float:
@@ -316,7 +337,8 @@ class Lab:
     def _stray_pids(self) -> set[int]:
         """Lab daemons found by the lab directory in their command line (the safety net)."""
         prefix = str(self.dir) + os.sep
-        return set(processes_mentioning(prefix, (BROKER_MAIN,))) | set(processes_mentioning(prefix, (ZOOKEEPER_MAIN,)))
+        return (set(processes_mentioning(prefix, (BROKER_MAIN,))) | set(processes_mentioning(prefix, (ZOOKEEPER_MAIN,)))
+                | set(processes_mentioning(f"{SPARK_MARK}{self.dir}{os.sep}")))
 
     def resolve(self, name: str, state: LabState | None = None) -> Node:
         """broker-N, zk-N, controller, or leader:TOPIC:PARTITION -> the node it names now."""
@@ -381,6 +403,8 @@ class Lab:
                     state.save()
                     backend.provision(state, progress)
                 self._start(state, spec, backend, timeout, progress)
+                if spec.spark:
+                    self._start_spark(state, timeout, progress)
             except BaseException as error:
                 if state is None:           # nothing made yet: the plan itself failed
                     self._forget_lock(made_dir)
@@ -504,6 +528,60 @@ class Lab:
         progress(f"{len(brokers)} brokers registered, controller broker-{controller}, "
                  f"after {time.monotonic() - began:.1f}s")
 
+    # -- Spark (up --spark) -------------------------------------------------------------
+
+    def _start_spark(self, state: LabState, timeout: float, progress: Progress) -> None:
+        """A Spark standalone master and one worker on loopback, as daemons of the lab:
+        their pids in lab.json, their logs under LAB_DIR/spark, stopped by `down`."""
+        from kafkalike.lab.spark import MASTER_CLASS, WORKER_CLASS, SparkNotInstalled, SparkStandalone, SparkStartError
+        began = time.monotonic()
+        cluster = SparkStandalone(self.dir / SPARK_DIR, workers=1, cores=1, memory="1g", daemon_memory="512m",
+                                  die_with_parent=False, java_options=f"{SPARK_MARK}{self.dir}{os.sep}")
+        try:
+            cluster.start()
+        except SparkNotInstalled as error:
+            raise LabError(f"--spark: {error}") from None
+        master, worker = cluster.daemons
+        assert master.proc is not None and worker.proc is not None
+        host = cluster.host
+        state.spark = {
+            "master_url": cluster.master_url, "web_url": cluster.web_url,
+            "daemons": [
+                {"name": "spark-master", "class": MASTER_CLASS, "pid": master.proc.pid,
+                 "address": f"{host}:{cluster.port}", "log": str(master.log_path)},
+                {"name": "spark-worker-1", "class": WORKER_CLASS, "pid": worker.proc.pid,
+                 "address": f"{host}:{cluster.worker_ports[0][0]}", "log": str(worker.log_path)},
+            ]}
+        state.save()
+        try:
+            cluster.wait_ready(timeout)
+        except SparkStartError as error:
+            first, _, rest = str(error).partition("\n")
+            raise LabError(f"Spark did not start: {first}", rest) from None
+        progress(f"Spark master at {cluster.master_url} (web UI {cluster.web_url}) with 1 worker ALIVE "
+                 f"after {time.monotonic() - began:.1f}s")
+
+    @staticmethod
+    def spark_alive(daemon: dict[str, Any]) -> bool:
+        return is_alive(daemon.get("pid"), (daemon["class"],))
+
+    def _stop_spark(self, state: LabState, term_timeout: float, progress: Progress) -> None:
+        """Each daemon's process group (its executors and Python workers with it): SIGTERM,
+        then SIGKILL for what is left."""
+        for daemon in reversed(state.spark.get("daemons", [])):
+            pid = daemon["pid"]
+            if not self.spark_alive(daemon):
+                continue
+            began = time.monotonic()
+            if term_timeout > 0:
+                _signal_group(pid, signal.SIGTERM)
+                wait_gone(pid, min(term_timeout, 15.0), (daemon["class"],))
+            _signal_group(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while group_alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            progress(f"{daemon['name']} (pid {pid}) stopped in {time.monotonic() - began:.1f}s")
+
     # -- down --------------------------------------------------------------------------
 
     def down(self, timeout: float = 30.0, keep_logs: bool = False, progress: Progress = lambda line: None) -> None:
@@ -520,6 +598,7 @@ class Lab:
         asks the controller to move its leaderships, and with every broker stopping at
         once that request keeps meeting a controller that is itself going away.
         """
+        self._stop_spark(state, term_timeout, progress)
         brokers = [n for n in state.brokers if self.alive(n)]
         if term_timeout > 0 and len(brokers) > 1:
             controller = self.controller_id(state)
@@ -563,6 +642,7 @@ class Lab:
         if not keep_logs:
             shutil.rmtree(self.dir / "zookeeper", ignore_errors=True)
             shutil.rmtree(self.dir / SCENARIOS_DIR, ignore_errors=True)
+            shutil.rmtree(self.dir / SPARK_DIR, ignore_errors=True)
         (self.dir / STATE_FILE).unlink(missing_ok=True)
         if not keep_logs:
             (self.dir / LOCK_FILE).unlink(missing_ok=True)
@@ -655,6 +735,21 @@ class Lab:
                 role = "still registered" if registered and node.broker_id in registered else "-"
             nodes.append({"name": node.name, "kind": node.kind, "address": node.address, "netns": node.netns,
                           "pid": node.pid if alive[node.name] else None, "alive": alive[node.name], "role": role})
+        spark = None
+        if state.spark:
+            from kafkalike.lab.spark import master_json
+            answer = master_json(state.spark["web_url"])
+            workers = sum(1 for w in (answer or {}).get("workers", []) if w.get("state") == "ALIVE")
+            spark = {"master_url": state.spark["master_url"], "web_url": state.spark["web_url"],
+                     "status": (answer or {}).get("status"), "workers_alive": workers}
+            for daemon in state.spark["daemons"]:
+                alive = self.spark_alive(daemon)
+                if daemon["name"] == "spark-master":
+                    role = f"spark master, {spark['status'] or 'not answering'}" if alive else "-"
+                else:
+                    role = "spark worker" if alive else "-"
+                nodes.append({"name": daemon["name"], "kind": "spark", "address": daemon["address"], "netns": None,
+                              "pid": daemon["pid"] if alive else None, "alive": alive, "role": role})
         controller_node = state.broker(controller) if controller is not None else None
         return {
             "dir": str(self.dir),
@@ -671,6 +766,7 @@ class Lab:
             "offline": len(metadata.offline) if metadata else None,
             "network": self.backend(state).describe(state),
             "partition": state.network.get("partition"),
+            "spark": spark,
         }
 
     # -- partitions (backends with a network of their own) ---------------------------------

@@ -191,7 +191,7 @@ class SparkStandalone:
 
     def __init__(self, base_dir: Path | str, workers: int = 2, *, host: str = "127.0.0.1",
                  cores: int = 1, memory: str = "1g", daemon_memory: str | None = None,
-                 die_with_parent: bool = True) -> None:
+                 die_with_parent: bool = True, java_options: str = "") -> None:
         self.base_dir = Path(base_dir).absolute()
         self.host = host
         self.worker_count = workers
@@ -199,6 +199,7 @@ class SparkStandalone:
         self.memory = memory
         self.daemon_memory = daemon_memory
         self.die_with_parent = die_with_parent
+        self.java_options = java_options      # on every daemon's java command line (the lab marks its own)
         ports = free_ports(2 + 2 * workers, host)
         self.port, self.webui_port = ports[0], ports[1]
         self.worker_ports = [(ports[2 + 2 * i], ports[3 + 2 * i]) for i in range(workers)]
@@ -225,6 +226,8 @@ class SparkStandalone:
         env.pop("SPARK_ENV_LOADED", None)
         if self.daemon_memory:
             env["SPARK_DAEMON_MEMORY"] = self.daemon_memory
+        if self.java_options:
+            env["SPARK_DAEMON_JAVA_OPTS"] = (env.get("SPARK_DAEMON_JAVA_OPTS", "") + " " + self.java_options).strip()
         return env
 
     def _prefix(self) -> list[str]:
@@ -263,11 +266,7 @@ class SparkStandalone:
 
     def master_state(self) -> dict | None:
         """The master web UI's /json answer, or None while it does not answer."""
-        try:
-            with urllib.request.urlopen(f"{self.web_url}/json/", timeout=2) as answer:
-                return json.load(answer)
-        except (OSError, urllib.error.URLError, ValueError):
-            return None
+        return master_json(self.web_url)
 
     def alive_workers(self) -> int:
         state = self.master_state()
@@ -319,3 +318,12 @@ class SparkStandalone:
 
     def __repr__(self) -> str:
         return f"SparkStandalone({self.master_url}, workers={self.worker_count}, dir={self.base_dir})"
+
+
+def master_json(web_url: str, timeout: float = 2.0) -> dict | None:
+    """A standalone master's web UI /json answer (status, workers), or None if it does not answer."""
+    try:
+        with urllib.request.urlopen(f"{web_url}/json/", timeout=timeout) as answer:
+            return json.load(answer)
+    except (OSError, urllib.error.URLError, ValueError):
+        return None

@@ -65,6 +65,9 @@ class LabState:
     # What the backend made besides processes (netns: namespaces, links, subnet, partition);
     # empty for the local backend.
     network: dict[str, Any] = field(default_factory=dict)
+    # `up --spark`: the Spark standalone master and worker (urls, each daemon's pid, class,
+    # address and log); empty without one.
+    spark: dict[str, Any] = field(default_factory=dict)
     created: str = ""
     version: int = FORMAT_VERSION
 
