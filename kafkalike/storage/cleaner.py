@@ -38,11 +38,16 @@ Threading: `LogCleaner` runs passes in one background thread (or call `clean_onc
 from any thread that may block). Appends go on meanwhile: only inactive segments are
 read, through duplicated descriptors taken under the log's lock, and the swap takes
 the lock briefly. A pass is abandoned (and its `.cleaned` files removed) if the log is
-closed, truncated, or loses a segment to retention while it runs. Transactions: cleaning
-stops at the last stable offset (an open transaction's records are never compacted
-away before its marker), aborted records are compacted like any others and the
-replaced segments' `.txnindex` entries are carried into the new segment, so
-read_committed consumers still skip what is left of aborted transactions.
+closed, truncated, or loses a segment to retention while it runs.
+
+Transactions (storage/cleaner_txn.py, Kafka 2.8's rules): cleaning stops at the last
+stable offset, so every transaction in range is decided. Aborted batches (found through
+the txn indexes) are dropped and never enter the offset map, so they cannot shadow a
+committed value. An ABORT marker stays, with its entry in the cleaned segment's
+`.txnindex`, while batches of its transaction were still seen; a COMMIT marker while
+its transaction's batches remain; otherwise a marker goes once its segment is past the
+delete horizon, like a tombstone. A producer's last batch (data or marker) is kept
+empty rather than dropped.
 """
 from __future__ import annotations
 
@@ -62,6 +67,7 @@ from kafkalike.storage import layout
 from kafkalike.storage.cleaner_manager import (
     CleanerCheckpoints, LogToClean, filthiest, log_dir_of, plan_cleaning, segments_between,
 )
+from kafkalike.storage.cleaner_txn import CleanedTransactions
 from kafkalike.storage.errors import CorruptRecordError
 from kafkalike.storage.layout import TopicPartition
 from kafkalike.storage.log import Log, wall_clock_ms
@@ -286,9 +292,13 @@ class Cleaner:
         groups = group_segments_by_size(to_clean, config.segment_bytes, config.segment_index_bytes,
                                         upper)
         producers = self._last_batch_of_producers(to_clean)
+        # Where each segment's range ends, for collecting the aborted transactions it overlaps.
+        bounds = {v.base_offset: (to_clean[i + 1].base_offset if i + 1 < len(to_clean) else end)
+                  for i, v in enumerate(to_clean)}
+        txns = CleanedTransactions()
         for group in groups:
             self._check(plan)
-            self._clean_group(plan, group, horizon, producers, stats)
+            self._clean_group(plan, group, horizon, producers, stats, txns, bounds)
         return end
 
     # ---------------------------------------------------------------- reading
@@ -318,6 +328,8 @@ class Cleaner:
         start = plan.first_dirty_offset
         offset_map = self.offset_map
         put = offset_map.put
+        txns = CleanedTransactions()
+        txns.add_aborted(plan.log.collect_aborted_transactions(start, plan.first_uncleanable_offset))
         for view in dirty:
             self._check(plan)
             for batch in self._batches(view):
@@ -325,7 +337,11 @@ class Cleaner:
                 stats.map_bytes_read += header.size
                 if header.last_offset < start:
                     continue
-                if not header.is_control:
+                if header.is_control:
+                    txns.on_control_batch(batch)
+                elif txns.on_batch(batch):       # aborted: its keys must not shadow older values
+                    stats.map_messages_read += header.records_count
+                else:
                     for record in batch.records():
                         stats.map_messages_read += 1
                         if record.key is not None and record.offset >= start:
@@ -347,13 +363,28 @@ class Cleaner:
 
     # ---------------------------------------------------------------- writing
     def _retained(self, batch: RecordBatch, retain_deletes: bool, keep_empty: bool,
-                  stats: CleanerStats) -> tuple[bytes, int, int] | None:
-        """(bytes to write, max timestamp, records kept) for one batch, or None to drop it."""
+                  stats: CleanerStats, txns: CleanedTransactions | None = None) -> tuple[bytes, int, int] | None:
+        """(bytes to write, max timestamp, records kept) for one batch, or None to drop it.
+
+        Markers follow the tombstone rule (`retain_deletes`) and are kept while their
+        transaction still has batches; aborted batches go (Kafka's shouldDiscardBatch).
+        A producer's last batch is kept empty instead of dropped (`keep_empty`).
+        """
         header = batch.header
         stats.messages_read += header.records_count
         stats.bytes_read += header.size
         if header.is_control:
-            return batch.to_bytes(), header.max_timestamp, header.records_count
+            discard = txns is not None and txns.on_control_batch(batch) and not retain_deletes
+            if not discard:
+                return batch.to_bytes(), header.max_timestamp, header.records_count
+            if keep_empty:
+                data = batch.to_bytes() if header.records_count == 0 else empty_batch(header)
+                return data, header.max_timestamp, 0
+            return None
+        if txns is not None and txns.on_batch(batch):
+            if keep_empty:
+                return empty_batch(header), header.max_timestamp, 0
+            return None
         records = batch.records()
         latest = self.offset_map.latest_offset
         offsets = self.offset_map.offsets
@@ -391,7 +422,8 @@ class Cleaner:
         return None
 
     def _clean_group(self, plan: LogToClean, group: list[_SegmentView], horizon: int,
-                     producers: dict[int, int], stats: CleanerStats) -> None:
+                     producers: dict[int, int], stats: CleanerStats,
+                     txns: CleanedTransactions | None = None, bounds: Mapping[int, int] | None = None) -> None:
         item = plan.log
         base = group[0].base_offset
         for path in (layout.log_file_path(item.dir, base, layout.CLEANED_SUFFIX),
@@ -403,9 +435,14 @@ class Cleaner:
         dest = LogSegment(item.dir, base, item.config, now_ms=self._clock(),
                           file_suffix=layout.CLEANED_SUFFIX)
         old = [view.segment for view in group]
+        if txns is None:
+            txns = CleanedTransactions()
+        txns.cleaned_index = dest.txn_index
         try:
             last_with_data = max((i for i, v in enumerate(group) if v.size > 0), default=-1)
             for i, view in enumerate(group):
+                if bounds is not None:
+                    txns.add_aborted(item.collect_aborted_transactions(view.base_offset, bounds[view.base_offset]))
                 retain_deletes = view.last_modified_ms > horizon
                 wrote = False
                 last_header: BatchHeader | None = None
@@ -413,7 +450,7 @@ class Cleaner:
                     header = last_header = batch.header
                     keep_empty = (header.producer_id >= 0
                                   and producers.get(header.producer_id) == header.last_offset)
-                    out = self._retained(batch, retain_deletes, keep_empty, stats)
+                    out = self._retained(batch, retain_deletes, keep_empty, stats, txns)
                     if out is not None:
                         data, max_timestamp, count = out
                         dest.append(header.last_offset, max_timestamp, header.last_offset, [data],
@@ -427,9 +464,6 @@ class Cleaner:
                                 last_header.last_offset, [data], len(data))
                     stats.bytes_written += len(data)
                 self._check(plan)
-            for segment in old:  # aborted data is kept, so are the entries that hide it
-                for txn in list(segment.txn_index.entries):
-                    dest.txn_index.append(txn)
             dest.on_become_inactive()
             dest.flush()
             modified_ns = group[-1].last_modified_ms * 1_000_000

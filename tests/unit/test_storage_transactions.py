@@ -187,3 +187,67 @@ def test_deleted_segments_take_their_txn_index_with_them(shm_path):
     log.delete_old_segments()
     assert f"{first:020d}.txnindex" not in txn_index_files(log)
     assert not glob.glob(os.path.join(log.dir, f"{first:020d}.txnindex*"))
+
+
+# ---------------------------------------------------------------------- the cleaner
+
+def test_the_cleaner_drops_aborted_data_first_and_its_marker_later(shm_path):
+    from dataclasses import replace
+
+    from tests.unit.test_storage_cleaner import CONFIG, Rec, append, headers, read_all, set_mtimes, settle
+    from tests.unit.test_storage_cleaner import open_log as open_compacted
+    from kafkalike.storage.cleaner import LogCleaner
+    from tests.unit.test_storage_cleaner import NOW as CLEAN_NOW
+    log = open_compacted(shm_path, replace(CONFIG, delete_retention_ms=10_000))
+
+    def end(commit: bool) -> None:
+        log.append(encode_end_txn_marker_batch(commit=commit, producer_id=7, producer_epoch=0, coordinator_epoch=0,
+                                               timestamp=CLEAN_NOW), leader_epoch=0, origin=COORDINATOR)
+
+    append(log, [(b"k", b"committed")], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)
+    end(commit=True)                                                                            # 1
+    append(log, [(b"k", b"aborted"), (b"j", b"aborted")], producer_id=7, producer_epoch=0, base_sequence=1,
+           is_transactional=True)                                                               # 2-3
+    end(commit=False)                                                                           # 4
+    big = b"f" * 900                    # a segment of its own: the markers' segment stays apart
+    append(log, [(b"filler", big)])                                                             # 5
+    settle(log)
+    cleaner = LogCleaner([log], clock=lambda: CLEAN_NOW)
+    cleaner.clean_once()
+    # The aborted batch is gone and never shadowed the committed value of its key; its
+    # marker stays, indexed in the cleaned segment, while consumers may still meet its data.
+    assert read_all(log) == [Rec(0, b"k", b"committed"), Rec(5, b"filler", big)]
+    assert [(h.base_offset, h.records_count) for h in headers(log) if h.is_control] == [(1, 1), (4, 1)]
+    assert log.collect_aborted_transactions(0, 6) == [AbortedTxn(7, 2, 4, 5)]
+    append(log, [(b"z", b"plain")])
+    settle(log)
+    cleaner.clean_once()
+    # Nothing of the transaction is left to skip: the marker leaves the index, but stays
+    # until its segment is past the delete horizon (consumers that are behind may need it).
+    assert [(h.base_offset, h.records_count) for h in headers(log) if h.is_control] == [(1, 1), (4, 1)]
+    assert log.collect_aborted_transactions(0, log.log_end_offset) == []
+    append(log, [(b"z", b"plain-2")])
+    settle(log)
+    set_mtimes(log, step_s=20)          # the markers' segment is now past the delete horizon
+    cleaner.clean_once()
+    # The abort marker is emptied (it is the producer's last batch, kept for its epoch); the
+    # commit marker stays while its transaction's record does.
+    assert [(h.base_offset, h.records_count) for h in headers(log) if h.is_control] == [(1, 1), (4, 0)]
+    assert read_all(log) == [Rec(0, b"k", b"committed"), Rec(5, b"filler", big), Rec(7, b"z", b"plain-2")]
+
+
+def test_the_cleaner_stops_at_the_last_stable_offset(shm_path):
+    from tests.unit.test_storage_cleaner import Rec, append, read_all, settle
+    from tests.unit.test_storage_cleaner import open_log as open_compacted
+    from kafkalike.storage.cleaner import LogCleaner
+    from tests.unit.test_storage_cleaner import NOW as CLEAN_NOW
+    log = open_compacted(shm_path)
+    append(log, [(b"a", b"1")])
+    log.roll()
+    append(log, [(b"a", b"open")], producer_id=8, producer_epoch=0, base_sequence=0, is_transactional=True)
+    log.roll()
+    append(log, [(b"a", b"3")])
+    settle(log)
+    assert log.last_stable_offset == 1 < log.high_watermark
+    LogCleaner([log], clock=lambda: CLEAN_NOW).clean_once()
+    assert read_all(log) == [Rec(0, b"a", b"1"), Rec(1, b"a", b"open"), Rec(2, b"a", b"3")]
