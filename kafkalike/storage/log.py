@@ -169,7 +169,7 @@ class Log:
         for offset, path in reversed(producer_snapshot.list_snapshots(self.dir)):
             try:
                 with open(path, "rb") as f:
-                    state.load(producer_snapshot.decode(f.read()))
+                    state.load(producer_snapshot.decode(f.read()), offset)
                 start = offset
                 break
             except (CorruptCheckpointError, OSError) as error:
@@ -558,8 +558,9 @@ class Log:
             self.log_start_offset = min(self.log_start_offset, target_offset)
             self.high_watermark = min(self.high_watermark, self._leo)
             self.leader_epoch_cache.truncate_from_end(self._leo)
-            # Open and closed transactions past the cut change the state: reload and replay.
-            self._load_producer_state()
+            # Producer batches (data or markers) past the cut change the state: reload and replay.
+            if self.producer_state.last_batch_offset >= self._leo:
+                self._load_producer_state()
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:

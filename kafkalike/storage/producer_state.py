@@ -233,6 +233,7 @@ class PendingUpdate:
 
     entries: dict[int, ProducerStateEntry]
     completed: list[CompletedTxn]
+    last_offset: int = -1              # of the last batch it takes in
 
     def __bool__(self) -> bool:
         return bool(self.entries)
@@ -247,6 +248,9 @@ class ProducerStateManager:
         # hold the last stable offset back until the high watermark passes their marker.
         self.unreplicated: deque[CompletedTxn] = deque()
         self._ongoing: dict[int, int] = {}   # producer id -> first offset of its open transaction
+        # The last offset of any producer batch taken in (or below a loaded snapshot): a
+        # truncation above it changes nothing here.
+        self.last_batch_offset = -1
 
     def __len__(self) -> int:
         return len(self.producers)
@@ -305,6 +309,7 @@ class ProducerStateManager:
             check_epochs = validate
         updated: dict[int, ProducerStateEntry] = {}
         completed: list[CompletedTxn] = []
+        last = -1
         for b in batches:
             entry = updated.get(b.producer_id)
             if entry is None:
@@ -316,7 +321,8 @@ class ProducerStateManager:
             done = entry.add(b)
             if done is not None:
                 completed.append(done)
-        return PendingUpdate(updated, completed)
+            last = b.last_offset
+        return PendingUpdate(updated, completed, last)
 
     def apply(self, update: PendingUpdate) -> None:
         """Store the entries; newly opened transactions start counting for the LSO.
@@ -325,6 +331,7 @@ class ProducerStateManager:
         each (the Log first writes their txn index entries, whose LSO still sees them).
         """
         self.producers.update(update.entries)
+        self.last_batch_offset = max(self.last_batch_offset, update.last_offset)
         closed = {t.producer_id for t in update.completed}
         for pid, entry in update.entries.items():
             if entry.current_txn_first_offset >= 0:
@@ -340,10 +347,11 @@ class ProducerStateManager:
             self.complete(txn)
         return pending.completed
 
-    def load(self, entries: dict[int, ProducerStateEntry]) -> None:
-        """Start from a snapshot's entries (their open transactions included)."""
+    def load(self, entries: dict[int, ProducerStateEntry], offset: int) -> None:
+        """Start from the entries of a snapshot taken at `offset` (their open transactions included)."""
         self.clear()
         self.producers = entries
+        self.last_batch_offset = offset - 1
         self._ongoing = {pid: e.current_txn_first_offset for pid, e in entries.items()
                          if e.current_txn_first_offset >= 0}
 
@@ -351,6 +359,7 @@ class ProducerStateManager:
         self.producers = {}
         self._ongoing = {}
         self.unreplicated.clear()
+        self.last_batch_offset = -1
 
 
 def _check(entry: ProducerStateEntry, b: ProducerBatch, sequences: bool) -> None:
