@@ -1,0 +1,75 @@
+"""The principal a connection carries (issue 16): User:ANONYMOUS until someone is known,
+the subject DN of a TLS client certificate on an SSL listener, User:<name> after a SASL
+login, and RequestContext.principal reads it for the coming authorizer."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from cryptography import x509
+from OpenSSL import crypto
+from twisted.internet import defer
+from twisted.test.proto_helpers import MemoryReactorClock, StringTransport
+
+from kafkalike.broker.network import KafkaConnection
+from kafkalike.broker.registry import RequestContext
+from kafkalike.broker.security.authenticator import SaslServerAuthenticator
+from kafkalike.broker.security.listener import ListenerSecurity
+from tests.security_certs import CLIENT_DN, make_pki
+from tests.unit.broker_fakes import services
+
+
+class TlsTransport(StringTransport):
+    def __init__(self, cert) -> None:
+        super().__init__()
+        self._cert = cert
+
+    def getPeerCertificate(self):
+        return self._cert
+
+
+def _connection(security: ListenerSecurity, transport) -> KafkaConnection:
+    conn = KafkaConnection(services(), set(), 1 << 20, security, MemoryReactorClock())
+    conn.makeConnection(transport)
+    return conn
+
+
+def test_a_client_certificate_names_the_principal_on_an_ssl_listener(tmp_path: Path):
+    pki = make_pki(tmp_path)
+    cert = x509.load_pem_x509_certificate(Path(pki.path("client-cert.pem")).read_bytes())
+    conn = _connection(ListenerSecurity("SSL", "SSL"), TlsTransport(crypto.X509.from_cryptography(cert)))
+    assert conn.principal == "User:ANONYMOUS"
+    conn.handshakeCompleted()
+    assert conn.principal == f"User:{CLIENT_DN}"
+    ctx = RequestContext(3, 1, 1, "c", "127.0.0.1", conn.services, conn)
+    assert ctx.principal == f"User:{CLIENT_DN}"
+
+
+def test_no_certificate_is_anonymous():
+    conn = _connection(ListenerSecurity("SSL", "SSL"), TlsTransport(None))
+    conn.handshakeCompleted()
+    assert conn.principal == "User:ANONYMOUS"
+
+
+def test_a_plain_login_names_the_principal():
+    security = ListenerSecurity("SASL_PLAINTEXT", "SASL_PLAINTEXT", mechanisms=("PLAIN",),
+                                plain_users={"alice": "pw"})
+    auth = SaslServerAuthenticator(security, lambda user: defer.succeed({}), "127.0.0.1:1")
+    response, close = auth.handshake("PLAIN", 1)
+    assert response.error_code == 0 and not close
+    results = []
+    auth.authenticate(b"\x00alice\x00pw", 1).addCallback(results.append)
+    assert results[0][0].error_code == 0 and auth.complete and auth.principal == "User:alice"
+
+
+def test_a_scram_login_for_an_unknown_user_fails_with_kafkas_message():
+    from kafkalike.common.scram import ScramClientExchange
+    security = ListenerSecurity("SASL_PLAINTEXT", "SASL_PLAINTEXT", mechanisms=("SCRAM-SHA-512",))
+    auth = SaslServerAuthenticator(security, lambda user: defer.succeed({}), "127.0.0.1:1")
+    auth.handshake("SCRAM-SHA-512", 1)
+    results = []
+    auth.authenticate(ScramClientExchange("SCRAM-SHA-512", "ghost", "x").first(), 1).addCallback(results.append)
+    response, close = results[0]
+    assert close and response.error_code == 58
+    assert response.error_message == ("Authentication failed during authentication due to invalid credentials "
+                                      "with SASL mechanism SCRAM-SHA-512")
+    assert not auth.complete and auth.principal is None
