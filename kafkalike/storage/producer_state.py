@@ -283,7 +283,9 @@ class ProducerStateManager:
         return min(others) if others else completed.last_offset + 1
 
     def complete(self, completed: CompletedTxn) -> None:
-        self._ongoing.pop(completed.producer_id, None)
+        # By first offset, as Kafka: the same append may already have opened the producer's next one.
+        if self._ongoing.get(completed.producer_id) == completed.first_offset:
+            del self._ongoing[completed.producer_id]
         self.unreplicated.append(completed)
 
     def find_duplicate(self, batches: Iterable[ProducerBatch]) -> BatchMetadata | None:

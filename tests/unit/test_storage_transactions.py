@@ -251,3 +251,17 @@ def test_the_cleaner_stops_at_the_last_stable_offset(shm_path):
     assert log.last_stable_offset == 1 < log.high_watermark
     LogCleaner([log], clock=lambda: CLEAN_NOW).clean_once()
     assert read_all(log) == [Rec(0, b"a", b"1"), Rec(1, b"a", b"open"), Rec(2, b"a", b"3")]
+
+
+def test_a_follower_replicating_the_batches_builds_the_same_state_and_index(shm_path):
+    leader = open_log(shm_path, name="topic-0")
+    txn(leader, pid=5, seq=0)
+    txn(leader, pid=6, seq=0)
+    marker(leader, 5, commit=False)
+    txn(leader, pid=5, seq=3)
+    follower = open_log(shm_path / "follower", name="topic-0")
+    follower.append_as_follower(leader.read(0, 1 << 20))
+    assert txn_index_files(follower) == txn_index_files(leader) != {}
+    assert follower.producer_state.ongoing == leader.producer_state.ongoing == {6: 3, 5: 7}
+    follower.update_high_watermark(follower.log_end_offset)
+    assert follower.last_stable_offset == 3
