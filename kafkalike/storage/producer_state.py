@@ -267,9 +267,10 @@ class ProducerStateManager:
         """The first offset of the oldest open or unreplicated transaction, None when all are stable."""
         if not self._ongoing and not self.unreplicated:
             return None
+        # list() copies in one step under the GIL: the cleaner's thread reads this too.
         candidates = list(self._ongoing.values())
-        candidates.extend(t.first_offset for t in self.unreplicated)
-        return min(candidates)
+        candidates.extend(t.first_offset for t in list(self.unreplicated))
+        return min(candidates) if candidates else None
 
     def on_high_watermark_updated(self, high_watermark: int) -> None:
         """Closed transactions whose marker is below the high watermark no longer hold the LSO."""
