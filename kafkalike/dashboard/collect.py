@@ -188,7 +188,7 @@ class Collector:
     def _brokers(self, live, registered, controller_id: int) -> tuple[BrokerRow, ...]:
         ids = sorted(self._seen)
         with ThreadPoolExecutor(max_workers=min(8, max(1, len(ids)))) as pool:
-            probes = dict(zip(ids, pool.map(lambda i: _probe(*self._seen[i][:2]), ids)))
+            probes = dict(zip(ids, pool.map(lambda i: _probe(*self._seen[i][:2], self.admin.security), ids)))
         rows = []
         for broker_id in ids:
             host, port, rack = self._seen[broker_id]
@@ -252,7 +252,7 @@ class Collector:
         found: dict[str, GroupListing] = {}
         for broker in brokers:
             connection = BrokerConnection(broker.host, broker.port, client_id="kafkalike-dashboard",
-                                          timeout=REQUEST_TIMEOUT_MS / 1000)
+                                          timeout=REQUEST_TIMEOUT_MS / 1000, security=self.admin.security)
             try:
                 connection.connect()
                 version = connection.pick_version(ListGroupsRequest.API_KEY)
@@ -320,11 +320,13 @@ class Collector:
                         counters[FETCHED][f"{topic}{SEP}{url}"] = sample.value
 
 
-def _probe(host: str, port: int) -> str:
-    """'' when the broker answers ApiVersions within PROBE_TIMEOUT, else why not."""
+def _probe(host: str, port: int, security=None) -> str:
+    """'' when the broker answers ApiVersions within PROBE_TIMEOUT (over the admin client's
+    security protocol: TLS and SASL from --command-config), else why not."""
     if port < 0:
         return "never seen registered"
-    connection = BrokerConnection(host, port, client_id="kafkalike-dashboard", timeout=PROBE_TIMEOUT)
+    connection = BrokerConnection(host, port, client_id="kafkalike-dashboard", timeout=PROBE_TIMEOUT,
+                                  security=security)
     try:
         connection.connect()
         return ""

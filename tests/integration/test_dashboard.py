@@ -263,3 +263,51 @@ def test_dashboard_shows_a_dead_broker_under_replicated_partitions_and_lag(clust
             if attr(r, "data-group") == GROUP and attr(r, "data-topic") == TOPIC}
     assert lags == {p: str(PER_PARTITION - o) for p, o in COMMITTED.items()}
     assert "total lag 240" in groups_dom
+
+
+def test_dashboard_over_sasl_with_a_command_config(zk_chroot):
+    """A cluster whose listener wants SASL: every request of the dashboard (metadata, broker
+    probes, ListGroups per broker, offsets) logs in with the --command-config's settings."""
+    from tests.security_certs import JAAS_PLAIN
+
+    base = scratch_dir("dashboard-sasl")
+    plain_port, sasl_port, http_port = free_ports(3)
+    cluster = Cluster(zk_chroot, base, 1, {
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain_port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS_PLAIN})
+    cluster.brokers[0].port = plain_port
+    client = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+              "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                                  'username="alice" password="alice-secret";'}
+    process = None
+    try:
+        cluster.start()
+        sasl = f"127.0.0.1:{sasl_port}"
+        with AdminClient({"bootstrap.servers": sasl, **client}) as admin:
+            admin.create_topics([NewTopic("secure-orders", 1, 1)])
+            wait_until(lambda: admin.describe_topics(["secure-orders"])["secure-orders"].partitions[0].leader == 0,
+                       30, "the topic's leader")
+            admin.alter_group_offsets("secure-readers", {("secure-orders", 0): 0})
+        config = base / "client.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in client.items()))
+        process = subprocess.Popen([str(ROOT / "bin" / "kafkalike-dashboard.sh"), "--bootstrap-server", sasl,
+                                    "--command-config", str(config), "--port", str(http_port), "--refresh", "1"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert f":{http_port}/" in process.stdout.readline()
+
+        def looked():
+            snap = json.loads(get(f"http://127.0.0.1:{http_port}/snapshot.json"))["snapshot"]
+            return snap if snap and any(g["group_id"] == "secure-readers" for g in snap["groups"]) else None
+        snap = wait_until(looked, 30, "the group seen over SASL")
+        assert snap["errors"] == []
+        assert [(b["id"], b["port"], b["status"]) for b in snap["brokers"]] == [(0, sasl_port, "up")]
+        group = next(g for g in snap["groups"] if g["group_id"] == "secure-readers")
+        assert [(p["topic"], p["partition"], p["current_offset"]) for p in group["partitions"]] == [
+            ("secure-orders", 0, 0)]
+    finally:
+        if process is not None:
+            process.kill()
+            process.wait(10)
+        cluster.kill()
+        shutil.rmtree(base, ignore_errors=True)
