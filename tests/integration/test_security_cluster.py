@@ -3,7 +3,8 @@ security settings (issue 16).
 
 Three brokers replicate an RF=3 topic through their SASL_SSL inter-broker listener
 (inter.broker.listener.name): replica fetchers, AlterIsr and the controller's channel all
-log in with PLAIN over TLS, the host name checked against the broker certificate
+log in over TLS with PLAIN, or with SCRAM-SHA-512 as a user made with kafka-configs
+--zookeeper before the brokers start; the host name checked against the broker certificate
 (ssl.endpoint.identification.algorithm=https). A client sees the full ISR through the
 same secured listener. A keystore that does not exist, a wrong keystore password and an
 unsupported mechanism each stop start-up with one line naming the key.
@@ -11,6 +12,7 @@ unsupported mechanism each stop start-up with one line naming the key.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
 
 import pytest
@@ -19,16 +21,18 @@ from kafkalike.lab.cluster import BrokerProcess
 from kafkalike.lab.zookeeper import free_ports
 from tests.conftest import scratch_dir
 from tests.integration.test_broker_startup_failures import failed_start
-from tests.security_certs import JAAS_PLAIN, PASSWORD, make_pki
+from tests.conftest import REPO_ROOT
+from tests.security_certs import JAAS_PLAIN, JAAS_SCRAM, PASSWORD, make_pki
 
 
-def _secured(pki, plain_port: int, secure_port: int) -> dict[str, str]:
+def _secured(pki, plain_port: int, secure_port: int, mechanism: str = "PLAIN") -> dict[str, str]:
     return {
         "listeners": f"PLAINTEXT://127.0.0.1:{plain_port},SASL_SSL://127.0.0.1:{secure_port}",
         "inter.broker.listener.name": "SASL_SSL",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": mechanism,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS_PLAIN,
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": JAAS_SCRAM,
         "ssl.keystore.type": "PKCS12", "ssl.keystore.location": pki.path("broker.p12"),
         "ssl.keystore.password": PASSWORD,
         "ssl.truststore.type": "PEM", "ssl.truststore.location": pki.path("ca.pem"),
@@ -36,13 +40,20 @@ def _secured(pki, plain_port: int, secure_port: int) -> dict[str, str]:
     }
 
 
-def test_an_rf3_topic_reaches_full_isr_over_a_sasl_ssl_inter_broker_listener(zk_chroot):
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
+def test_an_rf3_topic_reaches_full_isr_over_a_sasl_ssl_inter_broker_listener(zk_chroot, mechanism):
     from confluent_kafka.admin import AdminClient, NewTopic
     base = scratch_dir("seccluster")
     pki = make_pki(base / "pki")
     ports = free_ports(6)
-    brokers = [BrokerProcess(i, zk_chroot, base, ports[2 * i], _secured(pki, ports[2 * i], ports[2 * i + 1]))
-               for i in range(3)]
+    brokers = [BrokerProcess(i, zk_chroot, base, ports[2 * i],
+                             _secured(pki, ports[2 * i], ports[2 * i + 1], mechanism)) for i in range(3)]
+    if mechanism.startswith("SCRAM"):
+        # The brokers' own SCRAM user exists before any broker does, as Kafka's docs create it.
+        created = subprocess.run([str(REPO_ROOT / "bin" / "kafka-configs.sh"), "--zookeeper", zk_chroot, "--alter",
+                                  "--add-config", f"{mechanism}=[password=admin-secret]", "--entity-type", "users",
+                                  "--entity-name", "admin"], capture_output=True, timeout=60)
+        assert created.returncode == 0, created.stderr
     try:
         for b in brokers:
             b.start()
