@@ -37,6 +37,10 @@ API_VERSIONS = 18
 SASL_HANDSHAKE = 17
 QUEUE_PAUSE = 16
 ANONYMOUS = "User:ANONYMOUS"
+# Before a SASL login a frame may be at most this large (Kafka's default
+# sasl.server.max.receive.size): an unauthenticated client cannot make the broker
+# allocate socket.request.max.bytes per connection.
+SASL_MAX_RECEIVE = 524288
 
 
 @implementer(IHandshakeListener)
@@ -52,7 +56,7 @@ class KafkaConnection(SizePrefixedReceiver):
         self._closing = False
         self._reactor = reactor
         self.connections = connections
-        self.MAX_LENGTH = max_request_size
+        self._max_request_size = max_request_size
         self._queue: deque = deque()
         self._busy = False
         self._paused = False
@@ -60,13 +64,20 @@ class KafkaConnection(SizePrefixedReceiver):
         self._received = self._started = self._handled = 0.0   # the current request's times
         self._follower = False
 
+    @property
+    def MAX_LENGTH(self) -> int:  # noqa: N802 (the framing's name)
+        auth = self.authenticator
+        if auth is not None and not auth.complete:
+            return min(self._max_request_size, SASL_MAX_RECEIVE)
+        return self._max_request_size
+
     def connectionMade(self) -> None:
         peer = self.transport.getPeer()
         self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
         self.connections.add(self)
         if self.security is not None and self.security.sasl:
             self.authenticator = SaslServerAuthenticator(self.security, zookeeper_credentials(self.services.zk),
-                                                         self.peer)
+                                                         "/" + self.peer.rsplit(":", 1)[0])
 
     def handshakeCompleted(self) -> None:
         """TLS is up: on an SSL listener a client certificate names the principal
@@ -101,8 +112,11 @@ class KafkaConnection(SizePrefixedReceiver):
         self._queue.clear()
 
     def lengthLimitExceeded(self, length: int) -> None:
+        limit = "socket.request.max.bytes"
+        if self.authenticator is not None and not self.authenticator.complete:
+            limit = "the limit before SASL authentication"
         log.warning("Closing connection from %s: request of %d bytes is larger than "
-                    "socket.request.max.bytes (%d)", self.peer, length, self.MAX_LENGTH)
+                    "%s (%d)", self.peer, length, limit, self.MAX_LENGTH)
         self.transport.abortConnection()
 
     def stringReceived(self, frame: bytes) -> None:

@@ -152,6 +152,13 @@ def test_garbage_and_truncated_exchanges_never_log_in_nor_take_the_broker_down(t
             pass
         finally:
             sock.close()
+    # Before a login a frame may not exceed 512 KiB, whatever socket.request.max.bytes says.
+    big = Raw(sasl_port)
+    big.sock.sendall(struct.pack(">i", 600_000) + b"\x00" * 1000)
+    with pytest.raises((ConnectionError, OSError)):
+        big._exactly(4)
+    big.close()
+    assert "larger than the limit before SASL authentication (524288)" in broker.server_log.read_text()
     # Garbage after a PLAIN handshake is a failed login, and the connection serves nothing.
     raw = Raw(sasl_port)
     assert raw.request(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == 0

@@ -183,7 +183,7 @@ def test_confluent_kafka_with_a_wrong_password_gets_an_authentication_error(secu
     assert errors and errors[0].code() == KafkaError._AUTHENTICATION, errors
     assert message in errors[0].str()
     log = secure.broker.server_log.read_text()
-    assert "Failed authentication with 127.0.0.1" in log
+    assert "Failed authentication with /127.0.0.1" in log
 
 
 def test_a_client_without_a_certificate_is_refused_where_client_auth_is_required(secure):

@@ -115,7 +115,7 @@ def build_context(get: Callable[[str], Any], *, server: bool, client_auth: str =
     if trusted is not None:
         for cert in trusted:
             store.add_cert(crypto.X509.from_cryptography(cert))
-    elif not server:
+    else:   # as the JVM's default truststore
         ctx.set_default_verify_paths()
     if server:
         mode = {"required": SSL.VERIFY_PEER | SSL.VERIFY_FAIL_IF_NO_PEER_CERT,
