@@ -79,7 +79,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         for node in brokers:
             name = f"{node.host}:{node.port} (id: {node.id} rack: {node.rack if node.rack else 'null'})"
             try:
-                with BrokerConnection(node.host, node.port, client_id=config["client.id"]) as connection:
+                with BrokerConnection(node.host, node.port, client_id=config["client.id"],
+                                      security=admin.security) as connection:
                     versions = connection.connect(negotiate=False).api_versions()
                 out.write(f"{name} -> {format_versions(versions)}\n")
             except (KafkaConnectionError, UnsupportedApiVersion) as error:

@@ -68,7 +68,7 @@ def describe_log_dirs(admin: AdminClient, brokers: Sequence[int], client_id: str
                             JavaError(ERRORS + "TimeoutException",
                                       "Timed out waiting for a node assignment. Call: describeLogDirs"))
         try:
-            with BrokerConnection(node.host, node.port, client_id=client_id) as connection:
+            with BrokerConnection(node.host, node.port, client_id=client_id, security=admin.security) as connection:
                 connection.connect()
                 response = connection.send(DescribeLogDirsRequest(topics=None))
         except KafkaConnectionError as error:

@@ -403,3 +403,17 @@ def test_tools_take_security_from_their_config_files(secure, tmp_path):
     consumed = run("kafka-console-consumer.sh", "--bootstrap-server", bootstrap, "--consumer.config", str(props),
                    "--topic", "tooled", "--from-beginning", "--max-messages", "2", "--timeout-ms", "30000")
     assert consumed.stdout.split() == [b"alpha", b"beta"], consumed.stderr
+
+
+def test_broker_api_versions_and_log_dirs_tools_on_a_secured_listener(secure, tmp_path):
+    props = tmp_path / "client.properties"
+    props.write_text("".join(f"{k}={v}\n" for k, v in _own_config(secure, "SASL_SSL", "PLAIN").items()
+                             if k != "bootstrap.servers"))
+    bootstrap = secure.addr("SASL_SSL")
+    versions = subprocess.run([str(REPO_ROOT / "bin" / "kafka-broker-api-versions.sh"), "--bootstrap-server",
+                               bootstrap, "--command-config", str(props)], capture_output=True, timeout=90)
+    assert versions.returncode == 0 and b"SaslAuthenticate(36): 0 to 2 [usable: 2]" in versions.stdout, versions
+    dirs = subprocess.run([str(REPO_ROOT / "bin" / "kafka-log-dirs.sh"), "--bootstrap-server", bootstrap,
+                           "--command-config", str(props), "--describe", "--broker-list", "0"],
+                          capture_output=True, timeout=90)
+    assert dirs.returncode == 0 and b'"brokers":[{"broker":0' in dirs.stdout, dirs
