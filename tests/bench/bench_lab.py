@@ -1,4 +1,5 @@
-"""The lab's start-up, per backend: from `up` to a fresh RF=3 topic with a full ISR, in one run.
+"""The lab per backend, in one run: start-up (from `up` to a fresh RF=3 topic with a full
+ISR) and failover (kill -9 of a partition leader to the next acks=all acknowledgement).
 
     python tests/bench/bench_lab.py [--rounds 3] [--backends local,netns,docker] [--json FILE]
 
@@ -12,6 +13,14 @@ in turn, the order alternating between rounds, each in a fresh lab directory und
 - full ISR: kafkalike's AdminClient (in this process) has created a topic with 3
   partitions and replication factor 3, and ZooKeeper's partition state znodes show a
   leader and all 3 replicas in the ISR for each of them;
+- failover: on that topic (min.insync.replicas=2), a confluent-kafka producer on this
+  machine (acks=all, no idempotence, retries and message.timeout.ms large, as
+  bench_failover.py) sends a record to partition 0 every 10 ms for a second, then
+  flushes, so nothing is in flight; the leader of partition 0 (not the controller: if it
+  leads partition 0 another partition's leader is taken, and partition 0 is then that
+  partition) is killed with SIGKILL through the lab (a container kill on docker), the
+  producer resumes at once, and the clock runs from just before the signal to the
+  delivery callback of the first record acknowledged after it;
 - down: `bin/kafkalike-lab.sh down` took this long (not counted in the others).
 
 netns needs root; docker a running dockerd (the lab's image is built before the first
@@ -39,6 +48,7 @@ except ImportError:
 REPO_ROOT = harness.ROOT
 LAB = REPO_ROOT / "bin" / "kafkalike-lab.sh"
 TOPIC = "bench-lab"
+SEND_INTERVAL = 0.01
 
 
 def lab(lab_dir: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -75,7 +85,7 @@ def one_round(backend: str) -> dict[str, float]:
         rebuilt = 1.0 if "building image" in started.stdout else 0.0
         state = LabState.load(lab_dir)
         with AdminClient({"bootstrap.servers": state.bootstrap, "default.api.timeout.ms": "30000"}) as admin:
-            admin.create_topics([NewTopic(TOPIC, 3, 3)])
+            admin.create_topics([NewTopic(TOPIC, 3, 3, configs={"min.insync.replicas": "2"})])
         with ZooKeeperView(state.zookeeper_connect) as zk:
             while True:
                 try:
@@ -87,14 +97,62 @@ def one_round(backend: str) -> dict[str, float]:
                     raise RuntimeError("no full ISR after 120 s")
                 time.sleep(0.02)
         full_isr = time.monotonic() - began
+        failover_s = failover(lab_dir, state)
         stopping = time.monotonic()
         lab(lab_dir, "down")
-        return {"up": up, "full_isr": full_isr, "down": time.monotonic() - stopping, "rebuilt": rebuilt}
+        return {"up": up, "full_isr": full_isr, "failover": failover_s, "down": time.monotonic() - stopping,
+                "rebuilt": rebuilt}
     finally:
         if (lab_dir / "lab.json").exists():
             subprocess.run([str(LAB), "down", "--timeout", "5", "--dir", str(lab_dir)], capture_output=True,
                            env={**os.environ, "PYTHON": sys.executable})
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def failover(lab_dir: Path, state) -> float:
+    """Seconds from kill -9 of a leader (not the controller) to the next acks=all ack on its partition."""
+    import signal
+
+    from confluent_kafka import Producer
+
+    from kafkalike.lab.local import open_lab
+    from kafkalike.lab.observe import ZooKeeperView
+    with ZooKeeperView(state.zookeeper_connect) as zk:
+        controller = zk.controller()
+        leaders = {p: s.leader for p, s in zk.partitions(TOPIC).items() if s is not None}
+    partition = next(p for p in sorted(leaders) if leaders[p] != controller)
+    victim = state.broker(leaders[partition])
+    producer = Producer({"bootstrap.servers": state.bootstrap, "acks": "all", "enable.idempotence": False,
+                         "linger.ms": 0, "retries": 1_000_000, "message.timeout.ms": 120_000,
+                         "request.timeout.ms": 30_000, "log_level": 0})
+    acked: list[float] = []
+
+    def delivered(error, message) -> None:
+        if error is None:
+            acked.append(time.monotonic())
+
+    def send() -> None:
+        producer.produce(TOPIC, b"x" * 100, partition=partition, on_delivery=delivered)
+        producer.poll(0)
+
+    steady_until = time.monotonic() + 1.0
+    while time.monotonic() < steady_until:
+        send()
+        time.sleep(SEND_INTERVAL)
+    if producer.flush(30) != 0:
+        raise RuntimeError("records still unacknowledged before the kill")
+    acked.clear()
+    lab_ = open_lab(lab_dir)
+    killed = time.monotonic()
+    lab_.kill(victim, signal.SIGKILL, timeout=30)
+    while not acked:
+        if time.monotonic() - killed > 90:
+            raise RuntimeError(f"no acks=all acknowledgement on {TOPIC}-{partition} 90 s after the kill")
+        send()
+        producer.poll(SEND_INTERVAL)
+    took = acked[0] - killed
+    producer.flush(30)
+    return took
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,15 +181,16 @@ def main(argv: list[str] | None = None) -> int:
             timing = one_round(backend)
             results[backend].append(timing)
             print(f"round {round_ + 1} {backend:6} up {timing['up']:5.2f} s  full ISR {timing['full_isr']:5.2f} s  "
-                  f"down {timing['down']:5.2f} s" + ("  (image rebuilt: the checkout changed)" if timing["rebuilt"]
+                  f"failover {timing['failover']:5.2f} s  down {timing['down']:5.2f} s" + ("  (image rebuilt: the checkout changed)" if timing["rebuilt"]
                                                      else ""), flush=True)
     print()
-    print(f"{'backend':8} {'up (median, min-max)':24} {'up -> full ISR (median, min-max)':34} down (median)")
+    print(f"{'backend':8} {'up (median, min-max)':24} {'up -> full ISR (median, min-max)':34} "
+          f"{'failover (median, min-max)':30} down (median)")
     for backend, runs in results.items():
         def column(key: str) -> str:
             values = [r[key] for r in runs]
             return f"{statistics.median(values):.2f} s ({min(values):.2f}-{max(values):.2f})"
-        print(f"{backend:8} {column('up'):24} {column('full_isr'):34} "
+        print(f"{backend:8} {column('up'):24} {column('full_isr'):34} {column('failover'):30} "
               f"{statistics.median(r['down'] for r in runs):.2f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
