@@ -11,10 +11,18 @@ What a user relies on:
   lets it abort; either way the transaction ends cleanly;
 - a read_committed consumer then sees all of the transaction's records or none of them,
   never a part, and the producer carries on with its next transaction.
+
+And once a commit is decided (PrepareCommit written, the producer told it committed)
+while a partition leader cannot take its marker (SIGSTOPped), a kill -9 of the
+coordinator loses nothing: the new coordinator loads PrepareCommit, sends the markers
+again (duplicates are harmless) and writes CompleteCommit, and every record of the
+transaction becomes visible once the leader wakes.
 """
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import time
 import uuid
 
@@ -22,6 +30,8 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafkalike.client.admin import AdminClient as KafkalikeAdmin
+from kafkalike.client.admin import NewTopic as KafkalikeNewTopic
 from kafkalike.client.connection import BrokerConnection, KafkaConnectionError
 from kafkalike.lab.cluster import Cluster
 from kafkalike.protocol.errors import ErrorCode
@@ -43,6 +53,7 @@ def cluster(zk_chroot):
                                      "transaction.state.log.num.partitions": "5",
                                      "offsets.topic.replication.factor": "3",
                                      "offsets.topic.num.partitions": "5",
+                                     "replica.lag.time.max.ms": "3000",
                                      "zookeeper.session.timeout.ms": "6000"})
     try:
         c.start()
@@ -71,12 +82,13 @@ def transaction_coordinator(cluster) -> int:
     raise AssertionError("no transaction coordinator named within 30 s")
 
 
-def read_committed(cluster, expected: int) -> list[bytes]:
+def read_committed(cluster, expected: int, topics: tuple[str, ...] = (TOPIC,), partitions: int = PARTITIONS
+                   ) -> list[bytes]:
     """Every partition from its start, without a group (__consumer_offsets cannot be
     created with a broker down and offsets.topic.replication.factor 3)."""
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"audit-{uuid.uuid4().hex[:6]}",
                          "enable.auto.commit": False, "isolation.level": "read_committed"})
-    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t in topics for p in range(partitions)])
     values: list[bytes] = []
     deadline = time.monotonic() + 30
     quiet_until = None
@@ -127,3 +139,36 @@ def test_kill_9_of_the_coordinator_mid_transaction_ends_it_cleanly(cluster):
     second = [b"second-%d" % i for i in range(6)]
     values = read_committed(cluster, len(first) + len(second))
     assert sorted(values) == sorted(first + second)
+
+
+def test_a_decided_commit_survives_the_coordinators_kill_9_before_its_markers_land(cluster):
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": TXN_ID,
+                         "transaction.timeout.ms": 60000, "linger.ms": 5})
+    producer.init_transactions(60)
+    coordinator = transaction_coordinator(cluster)
+    admin = KafkalikeAdmin({"bootstrap.servers": cluster.bootstrap})
+    try:
+        controller = admin.controller_id()
+        # one single-replica topic on a broker that is neither coordinator nor controller
+        # (it gets SIGSTOPped), one on a broker that survives
+        frozen = next(b.broker_id for b in cluster.brokers if b.broker_id not in (coordinator, controller))
+        survivor = next(b.broker_id for b in cluster.brokers if b.broker_id not in (coordinator, frozen))
+        admin.create_topics([KafkalikeNewTopic("frozen", replica_assignment={0: [frozen]}),
+                             KafkalikeNewTopic("alive", replica_assignment={0: [survivor]})])
+    finally:
+        admin.close()
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce("frozen", value=b"f-%d" % i)
+        producer.produce("alive", value=b"a-%d" % i)
+    assert producer.flush(30) == 0
+    frozen_pid = cluster.broker(frozen).pid
+    os.kill(frozen_pid, signal.SIGSTOP)
+    try:
+        producer.commit_transaction(60)          # PrepareCommit is in the log; markers cannot all land
+        cluster.broker(coordinator).kill()
+    finally:
+        os.kill(frozen_pid, signal.SIGCONT)
+    values = read_committed(cluster, 20, ("frozen", "alive"), 1)
+    assert sorted(values) == sorted([b"f-%d" % i for i in range(10)] + [b"a-%d" % i for i in range(10)])
+    assert transaction_coordinator(cluster) != coordinator
