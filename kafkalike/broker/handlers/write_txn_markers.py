@@ -13,7 +13,8 @@ UNSUPPORTED_FOR_MESSAGE_FORMAT, both without an append. A marker for a producer 
 no open transaction on the partition is written and changes nothing, as in Kafka (the
 coordinator retries markers). Once a marker lands on partitions of __consumer_offsets,
 the group coordinator makes the transaction's offsets visible (commit) or drops them
-(abort). The response has one entry per producer id.
+(abort). The response has one entry per producer id. Below inter.broker.protocol.version
+0.11.0 every partition is UNSUPPORTED_VERSION, as Kafka's ensureInterBrokerVersion.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from twisted.internet import defer
 
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.common.topics import OFFSETS_TOPIC
-from kafkalike.common.versions import record_version
+from kafkalike.common.versions import api_version_at_least, record_version
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from kafkalike.records.control import encode_end_txn_marker_batch
@@ -32,6 +33,7 @@ from kafkalike.storage.validation import AppendOrigin
 
 log = logging.getLogger("kafka.server.KafkaApis")
 _R = WriteTxnMarkersResponse
+TRANSACTIONS_SINCE = "0.11.0-IV0"
 Errors = dict[int, dict[tuple[str, int], ErrorCode]]   # producer id -> partition -> error
 
 
@@ -58,6 +60,9 @@ def _response(errors: Errors) -> WriteTxnMarkersResponse:
 
 @handler(27, error_response=_markers_error)
 def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkersRequest):
+    if not api_version_at_least(ctx.config.inter_broker_protocol_version, TRANSACTIONS_SINCE):
+        # Kafka's ensureInterBrokerVersion: this cluster's protocol cannot carry transactions.
+        return _markers_error(request, ctx.version, ErrorCode.UNSUPPORTED_VERSION)
     errors: Errors = {}
     pending = []
     timeout_ms = ctx.config.get("request.timeout.ms")
