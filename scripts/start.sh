@@ -5,7 +5,8 @@
 # bin/kafka-dump-log.sh shows the segment file the broker wrote, and
 # bin/kafkalike-spark-load.sh loads the demo topic into Parquet with Spark (under $LOG_DIR).
 # A fault scenario (kill -9 of a partition leader under an acks=all producer) ends it.
-# Stop everything with bin/kafkalike-lab.sh down.
+# The dashboard (bin/kafkalike-dashboard.sh) watches it all on http://127.0.0.1:9179/.
+# Stop everything with bin/kafkalike-lab.sh down and kill $(cat $LOG_DIR/dashboard.pid).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,6 +26,14 @@ bin/zookeeper-server-stop.sh >/dev/null 2>&1 || true
 bin/kafkalike-lab.sh up --brokers 3
 zk_port=2181
 bootstrap=localhost:9092,localhost:9093,localhost:9094
+
+# The dashboard (docs/dashboard.md) watches the lab through the Kafka protocol and
+# ZooKeeper from the start, so the demo below shows up in its plots.
+dashboard_pid=$LOG_DIR/dashboard.pid
+if [ -f "$dashboard_pid" ]; then kill "$(cat "$dashboard_pid")" 2>/dev/null || true; fi
+nohup bin/kafkalike-dashboard.sh --bootstrap-server "$bootstrap" --zookeeper "localhost:$zk_port" \
+    > "$LOG_DIR/dashboard.out" 2>&1 < /dev/null &
+echo $! > "$dashboard_pid"
 
 topic=kafkalike-demo
 run() { echo; echo "\$ $*"; "$@"; }
@@ -90,3 +99,5 @@ run bin/kafkalike-lab.sh status
 
 echo
 echo "The lab keeps running (its logs in $LOG_DIR/lab). Stop it with: bin/kafkalike-lab.sh down"
+echo "The dashboard: http://127.0.0.1:9179/ (brokers, topics and ISR, groups and lag, rates)."
+echo "  Stop it with: kill \$(cat $dashboard_pid)"

@@ -120,7 +120,8 @@ def topics_page(state: DashboardState) -> bytes:
     head = ("<tr><th>topic</th><th>partition</th><th>leader</th><th>replicas</th><th>isr</th>"
             "<th>offline replicas</th><th>log end offset</th><th>state</th></tr>")
     sections = []
-    for topic in snap.topics:
+    # The users' topics first: __consumer_offsets' 50 partitions would fill the first screen.
+    for topic in sorted(snap.topics, key=lambda t: (t.internal, t.name)):
         rows = []
         for p in topic.partitions:
             state_word, cls = "ok", "ok"
