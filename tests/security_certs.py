@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +75,20 @@ def make_pki(directory: Path) -> Pki:
     rogue_ca = _cert(rogue_name, rogue_key, rogue_name, rogue_key, ca=True)
     leaf("rogue", "mallory", [], rogue_ca, rogue_name, rogue_key)
     return Pki(directory)
+
+
+def make_jks(pki: Pki) -> None:
+    """broker.jks and truststore.jks, made by Java's keytool from the PKCS12 files (keytool
+    comes with the Java that ZooKeeper needs); a missing keytool fails the test."""
+    keytool = shutil.which("keytool")
+    assert keytool, "keytool not found: ./scripts/setup.sh installs Java (zk/install.sh)"
+    subprocess.run([keytool, "-importkeystore", "-srckeystore", pki.path("broker.p12"), "-srcstoretype", "PKCS12",
+                    "-srcstorepass", PASSWORD, "-destkeystore", pki.path("broker.jks"), "-deststoretype", "JKS",
+                    "-deststorepass", PASSWORD, "-destkeypass", PASSWORD, "-noprompt"],
+                   check=True, capture_output=True, timeout=60)
+    subprocess.run([keytool, "-importcert", "-file", pki.path("ca.pem"), "-alias", "ca", "-keystore",
+                    pki.path("truststore.jks"), "-storetype", "JKS", "-storepass", PASSWORD, "-noprompt"],
+                   check=True, capture_output=True, timeout=60)
 
 
 JAAS_PLAIN = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '

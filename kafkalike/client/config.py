@@ -70,7 +70,7 @@ _COMMON = _keys(
 )
 
 # SslConfigs and SaslConfigs as clients have them (Kafka 2.8 defaults); kafkalike.client.security
-# reads them. JKS stays the default type as in Java, and is refused with the key named.
+# reads them (JKS, the default type as in Java, PKCS12 and PEM stores).
 _SECURITY = _keys(
     _key("ssl.protocol", S, "TLSv1.3"),
     _key("ssl.provider", S, None),

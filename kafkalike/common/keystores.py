@@ -4,12 +4,16 @@ Kafka's SslFactory loads `ssl.keystore.*` and `ssl.truststore.*` through a Java
 KeyStore of type JKS, PKCS12 or, since KIP-651, PEM (a file, or the PEM text itself in
 ssl.keystore.certificate.chain / ssl.keystore.key / ssl.truststore.certificates). The
 broker (pyOpenSSL under Twisted) and the client (the standard library's ssl) both start
-from what is read here, so a store that one side accepts the other accepts too. JKS is
-Java's own format; no Python reader of it is relied on, so a JKS store is refused with a
-sentence naming the key and the way out (convert with keytool to PKCS12).
+from what is read here, so a store that one side accepts the other accepts too. JKS,
+Java's own format and Kafka's default type, is read here too (`_read_jks`): its entries,
+its keyed SHA-1 integrity digest, and private keys under Sun's key protector. JCEKS and
+other types are refused with a sentence naming the key.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -101,9 +105,15 @@ def load_keystore(get: Callable[[str], object]) -> KeyMaterial | None:
                              key_password)
     if not location:
         return None
-    if store_type not in ("PEM", "PKCS12"):
+    if store_type not in ("PEM", "PKCS12", "JKS"):
         raise _unsupported("ssl.keystore.type", store_type, "ssl.keystore.location", location)
     data = _read("ssl.keystore.location", location)
+    if store_type == "JKS":
+        keys, _ = _read_jks("ssl.keystore.location", location, data, password, key_password or password)
+        if not keys:
+            raise KeystoreError("ssl.keystore.location", location,
+                                f"SSL keystore {location} holds no private key with its certificate")
+        return keys[0]
     if store_type == "PEM":
         # KIP-651: a PEM key file's key is encrypted with ssl.key.password.
         return _pem_material("ssl.keystore.location", location, data, key_password)
@@ -149,9 +159,14 @@ def load_truststore(get: Callable[[str], object]) -> list[x509.Certificate] | No
         return certs
     if not location:
         return None
-    if store_type not in ("PEM", "PKCS12"):
+    if store_type not in ("PEM", "PKCS12", "JKS"):
         raise _unsupported("ssl.truststore.type", store_type, "ssl.truststore.location", location)
     data = _read("ssl.truststore.location", location)
+    if store_type == "JKS":
+        _, certs = _read_jks("ssl.truststore.location", location, data, password, None)
+        if not certs:
+            raise KeystoreError("ssl.truststore.location", location, "No certificate found in the truststore")
+        return certs
     if store_type == "PEM":
         try:
             certs = _pem_certs(data)
@@ -177,11 +192,132 @@ def load_truststore(get: Callable[[str], object]) -> list[x509.Certificate] | No
 
 
 def _unsupported(type_key: str, store_type: str, location_key: str, location: str | None) -> KeystoreError:
-    if store_type == "JKS":
-        return KeystoreError(type_key, store_type, f"JKS stores are not readable by kafkalike ({location_key}="
-                             f"{location}); convert it with `keytool -importkeystore -deststoretype PKCS12` "
-                             "and set PKCS12, or use PEM")
-    return KeystoreError(type_key, store_type, "Supported types are PKCS12 and PEM")
+    return KeystoreError(type_key, store_type, f"Supported types are JKS, PKCS12 and PEM ({location_key}="
+                         f"{location}); convert other stores with `keytool -importkeystore -deststoretype PKCS12`")
+
+
+# -- JKS ------------------------------------------------------------------------------------
+#
+# magic 0xFEEDFEED, version 1 or 2, entry count; entries tagged 1 (private key: alias,
+# timestamp, protected key, certificate chain) or 2 (trusted certificate: alias, timestamp,
+# certificate); certificates are preceded by their type ("X.509") in version 2. The file
+# ends with SHA-1(password as UTF-16BE + "Mighty Aphrodite" + everything before).
+# A private key is an EncryptedPrivateKeyInfo whose data is salt(20) + key XOR keystream +
+# SHA-1(password + key), the keystream being SHA-1(password + previous block) from the salt.
+
+_JKS_MAGIC = 0xFEEDFEED
+_SUN_KEY_PROTECTOR = bytes.fromhex("2b060104012a02110101")   # OID 1.3.6.1.4.1.42.2.17.1.1
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise ValueError("truncated JKS store")
+        chunk = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return chunk
+
+    def u16(self) -> int:
+        return struct.unpack(">H", self.take(2))[0]
+
+    def u32(self) -> int:
+        return struct.unpack(">I", self.take(4))[0]
+
+    def utf(self) -> str:
+        return self.take(self.u16()).decode("utf-8", "replace")
+
+
+def _der(data: bytes, pos: int) -> tuple[int, int, int]:
+    """(tag, start of content, end of content) of the DER element at pos."""
+    if pos + 2 > len(data):
+        raise ValueError("truncated DER element")
+    tag, length = data[pos], data[pos + 1]
+    pos += 2
+    if length & 0x80:
+        n = length & 0x7F
+        length = int.from_bytes(data[pos:pos + n], "big")
+        pos += n
+    if pos + length > len(data):
+        raise ValueError("truncated DER element")
+    return tag, pos, pos + length
+
+
+def _jks_private_key(protected: bytes, password: str):
+    # EncryptedPrivateKeyInfo ::= SEQUENCE { AlgorithmIdentifier { OID, params }, OCTET STRING }
+    _, start, _ = _der(protected, 0)
+    _, alg_start, alg_end = _der(protected, start)
+    _, oid_start, oid_end = _der(protected, alg_start)
+    if protected[oid_start:oid_end] != _SUN_KEY_PROTECTOR:
+        raise ValueError("the private key is not protected by Sun's JKS key protector")
+    _, data_start, data_end = _der(protected, alg_end)
+    blob = protected[data_start:data_end]
+    if len(blob) < 41:
+        raise ValueError("truncated protected key")
+    salt, encrypted, check = blob[:20], blob[20:-20], blob[-20:]
+    secret = password.encode("utf-16-be")
+    stream = bytearray()
+    block = salt
+    while len(stream) < len(encrypted):
+        block = hashlib.sha1(secret + block).digest()
+        stream += block
+    plain = bytes(a ^ b for a, b in zip(encrypted, stream))
+    if not hmac.compare_digest(hashlib.sha1(secret + plain).digest(), check):
+        raise ValueError("Cannot recover key: the key password is wrong")
+    return serialization.load_der_private_key(plain, None)
+
+
+def _read_jks(key: str, location: str, data: bytes, password: str | None,
+              key_password: str | None) -> tuple[list[KeyMaterial], list[x509.Certificate]]:
+    """The private key entries (when a key password is given) and the trusted certificates."""
+    store = "truststore" if "truststore" in key else "keystore"
+
+    def fail(reason: str) -> KeystoreError:
+        return KeystoreError(key, location, f"Failed to load SSL {store} {location} of type JKS: {reason}")
+    try:
+        r = _Reader(data)
+        if r.u32() != _JKS_MAGIC:
+            raise fail("not a JKS store")
+        version = r.u32()
+        if version not in (1, 2):
+            raise fail(f"unknown JKS version {version}")
+        protected_keys: list[tuple[bytes, list[x509.Certificate]]] = []
+        trusted: list[x509.Certificate] = []
+
+        def certificate() -> x509.Certificate:
+            if version == 2:
+                r.utf()
+            return x509.load_der_x509_certificate(r.take(r.u32()))
+        for _ in range(r.u32()):
+            tag = r.u32()
+            r.utf()
+            r.take(8)
+            if tag == 1:
+                protected = r.take(r.u32())
+                protected_keys.append((protected, [certificate() for _ in range(r.u32())]))
+            elif tag == 2:
+                trusted.append(certificate())
+            else:
+                raise fail(f"unknown entry tag {tag}")
+        body_end = r.pos
+        digest = r.take(20)
+    except KeystoreError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise fail(str(exc)) from None
+    if password is not None:
+        expected = hashlib.sha1(password.encode("utf-16-be") + b"Mighty Aphrodite" + data[:body_end]).digest()
+        if not hmac.compare_digest(expected, digest):
+            raise fail("Keystore was tampered with, or password was incorrect")
+    keys: list[KeyMaterial] = []
+    if key_password is not None:
+        try:
+            keys = [KeyMaterial(_jks_private_key(p, key_password), chain) for p, chain in protected_keys]
+        except (ValueError, TypeError) as exc:
+            raise fail(str(exc)) from None
+    return keys, trusted
 
 
 def principal_name(cert: x509.Certificate) -> str:

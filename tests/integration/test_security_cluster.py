@@ -7,7 +7,7 @@ log in over TLS with PLAIN, or with SCRAM-SHA-512 as a user made with kafka-conf
 --zookeeper before the brokers start; the host name checked against the broker certificate
 (ssl.endpoint.identification.algorithm=https). A client sees the full ISR through the
 same secured listener. A keystore that does not exist, a wrong keystore password and an
-unsupported mechanism each stop start-up with one line naming the key.
+unsupported mechanism or store type each stop start-up with one line naming the key.
 """
 from __future__ import annotations
 
@@ -90,7 +90,8 @@ def test_an_rf3_topic_reaches_full_isr_over_a_sasl_ssl_inter_broker_listener(zk_
     ({"ssl.keystore.location": "/nonexistent/broker.p12"}, "ssl.keystore.location"),
     ({"ssl.keystore.password": "not-the-password"}, "ssl.keystore.location"),
     ({"sasl.enabled.mechanisms": "GSSAPI"}, "sasl.enabled.mechanisms"),
-    ({"ssl.keystore.type": "JKS"}, "ssl.keystore.type"),
+    ({"ssl.keystore.type": "JKS"}, "ssl.keystore.location"),     # a PKCS12 file is no JKS store
+    ({"ssl.keystore.type": "JCEKS"}, "ssl.keystore.type"),
 ])
 def test_bad_security_settings_stop_start_up_naming_the_key(zk_chroot, shm_path, change, key):
     pki = make_pki(shm_path / "pki")

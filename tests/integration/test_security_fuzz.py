@@ -1,6 +1,6 @@
 """Garbage on secured listeners and replayed SCRAM messages (issue 16).
 
-Random bytes, truncated TLS and SASL exchanges and oversized frames on the SASL_PLAINTEXT
+The SSL listener's stores are JKS files made by keytool. Random bytes, truncated TLS and SASL exchanges and oversized frames on the SASL_PLAINTEXT
 and SSL listeners never log anyone in and never take the broker down; a SCRAM
 client-final message replayed on a new connection (where the server's nonce differs) is
 refused with SASL_AUTHENTICATION_FAILED, and the connection it came on cannot then be used.
@@ -30,7 +30,7 @@ from kafkalike.protocol.messages.metadata import MetadataRequest
 from kafkalike.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from kafkalike.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from tests.conftest import scratch_dir
-from tests.security_certs import JAAS_PLAIN, PASSWORD, make_pki
+from tests.security_certs import JAAS_PLAIN, PASSWORD, make_jks, make_pki
 
 USER, SECRET = "fuzzer", "fuzz-secret"
 REAUTH_MS = 1500
@@ -40,15 +40,17 @@ REAUTH_MS = 1500
 def target(module_zk_chroot):
     base = scratch_dir("secfuzz")
     pki = make_pki(base / "pki")
+    make_jks(pki)
     plain, sasl_port, ssl_port = free_ports(3)
     broker = BrokerProcess(0, module_zk_chroot, base, plain, {
         "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
                      f"SSL://127.0.0.1:{ssl_port}",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS_PLAIN,
-        "ssl.keystore.type": "PKCS12", "ssl.keystore.location": pki.path("broker.p12"),
+        # Java's own store format, Kafka's default type (made by keytool).
+        "ssl.keystore.location": pki.path("broker.jks"),
         "ssl.keystore.password": PASSWORD, "ssl.client.auth": "required",
-        "ssl.truststore.type": "PEM", "ssl.truststore.location": pki.path("ca.pem"),
+        "ssl.truststore.location": pki.path("truststore.jks"), "ssl.truststore.password": PASSWORD,
         "connection.failed.authentication.delay.ms": "10",
         "listener.name.sasl_plaintext.connections.max.reauth.ms": str(REAUTH_MS),
     })
@@ -166,6 +168,14 @@ def test_garbage_and_truncated_exchanges_never_log_in_nor_take_the_broker_down(t
     assert bad.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
     assert _metadata_refused(raw)
     raw.close()
+    # A TLS client with a certificate the JKS truststore's CA signed is served.
+    ctx = ssl.create_default_context(cafile=pki.path("ca.pem"))
+    ctx.load_cert_chain(pki.path("client-cert.pem"), pki.path("client-key.pem"))
+    with ctx.wrap_socket(socket.create_connection(("127.0.0.1", ssl_port), timeout=5),
+                         server_hostname="localhost") as tls:
+        data = encode_request(3, 1, 1, "fuzz", MetadataRequest(topics=[]))
+        tls.sendall(struct.pack(">i", len(data)) + data)
+        assert len(tls.recv(4)) == 4
     # A TLS client without a certificate gets nothing from the mTLS listener.
     ctx = ssl.create_default_context(cafile=pki.path("ca.pem"))
     with pytest.raises((ssl.SSLError, ConnectionError, OSError)):

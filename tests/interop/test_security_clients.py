@@ -157,7 +157,7 @@ def test_kcat_produces_and_consumes(secure, listener, mechanism):
 
 def test_kcat_with_a_wrong_password_is_refused_with_kafkas_message(secure):
     out = subprocess.run(_kcat_args(secure, "SASL_PLAINTEXT", "SCRAM-SHA-512", password_ok=False)
-                         + ["-L", "-m", "5"], capture_output=True, timeout=60)
+                         + ["-L", "-m", "2"], capture_output=True, timeout=60)
     assert out.returncode != 0
     assert (b"Authentication failed during authentication due to invalid credentials with SASL mechanism "
             b"SCRAM-SHA-512") in out.stderr
@@ -263,7 +263,7 @@ def test_kafka_python_with_a_wrong_password_logs_the_brokers_refusal(secure, cap
     import kafka
     import kafka.errors
     with pytest.raises(kafka.errors.KafkaError):
-        kafka.KafkaProducer(request_timeout_ms=5000, max_block_ms=5000,
+        kafka.KafkaProducer(request_timeout_ms=5000, max_block_ms=5000, bootstrap_timeout_ms=3000,
                             **_kafka_python_config(secure, "SASL_PLAINTEXT", "SCRAM-SHA-512", password_ok=False))
     assert any("SaslAuthenticationFailed" in r.getMessage() or "Authentication failed" in r.getMessage()
                for r in caplog.records), [r.getMessage() for r in caplog.records][-5:]

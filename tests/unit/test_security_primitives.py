@@ -63,11 +63,35 @@ def test_jaas_config_as_kafka_reads_it():
         parse_jaas_config("a.B username=x;")
 
 
-def test_keystores_refuse_jks_and_missing_files_naming_the_key(tmp_path):
-    with pytest.raises(KeystoreError, match="configuration ssl.keystore.type: JKS stores"):
-        load_keystore({"ssl.keystore.location": str(tmp_path / "k.jks"), "ssl.keystore.type": "JKS"}.get)
+def test_keystores_refuse_unknown_types_and_missing_files_naming_the_key(tmp_path):
+    with pytest.raises(KeystoreError, match="configuration ssl.keystore.type: Supported types are JKS"):
+        load_keystore({"ssl.keystore.location": str(tmp_path / "k.jks"), "ssl.keystore.type": "JCEKS"}.get)
     with pytest.raises(KeystoreError, match="configuration ssl.truststore.location"):
         load_truststore({"ssl.truststore.location": str(tmp_path / "none.pem"), "ssl.truststore.type": "PEM"}.get)
     with pytest.raises(KeystoreError, match="ssl.keystore.key"):
         load_keystore({"ssl.keystore.type": "PEM", "ssl.keystore.certificate.chain": "x"}.get)
     assert load_keystore({}.get) is None
+
+
+def test_jks_stores_made_by_keytool_are_read_and_checked(tmp_path):
+    from tests.security_certs import PASSWORD, make_jks, make_pki
+    pki = make_pki(tmp_path)
+    make_jks(pki)
+    keys = {"ssl.keystore.type": "JKS", "ssl.keystore.location": pki.path("broker.jks"),
+            "ssl.keystore.password": PASSWORD}
+    material = load_keystore(keys.get)
+    assert material.chain[0].subject.rfc4514_string() == "CN=localhost,O=kafkalike-tests"
+    assert material.key.public_key() == material.chain[0].public_key()
+    trust = load_truststore({"ssl.truststore.type": "JKS", "ssl.truststore.location": pki.path("truststore.jks"),
+                             "ssl.truststore.password": PASSWORD}.get)
+    assert [c.subject.rfc4514_string() for c in trust] == ["CN=kafkalike-test-ca,O=kafkalike-tests"]
+    with pytest.raises(KeystoreError, match="Keystore was tampered with, or password was incorrect"):
+        load_keystore({**keys, "ssl.keystore.password": "wrong"}.get)
+    with pytest.raises(KeystoreError, match="Cannot recover key"):
+        load_keystore({**keys, "ssl.key.password": "wrong"}.get)
+    tampered = tmp_path / "tampered.jks"
+    data = bytearray(open(pki.path("broker.jks"), "rb").read())
+    data[100] ^= 1
+    tampered.write_bytes(bytes(data))
+    with pytest.raises(KeystoreError, match="ssl.keystore.location"):
+        load_keystore({**keys, "ssl.keystore.location": str(tampered)}.get)
