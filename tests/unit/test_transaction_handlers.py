@@ -83,3 +83,29 @@ def test_unknown_partitions_fail_add_partitions_before_the_coordinator():
     resp = answer(handle_add_partitions_to_txn(ctx(1, coordinator), request))
     assert {p.error_code for t in resp.results for p in t.results} == {ErrorCode.INVALID_PRODUCER_EPOCH}
     assert coordinator.added == [{("t", 0), ("t", 1)}]
+
+
+def test_txn_offset_commit_goes_to_the_group_coordinator_with_kip_447_fields_from_v3():
+    from kafkalike.broker.handlers.transactions import handle_txn_offset_commit
+    from kafkalike.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest as R
+    calls = []
+
+    def commit_txn_offsets(group, pid, epoch, member, instance, generation, offsets):
+        calls.append((group, pid, epoch, member, instance, generation, {tp: o.offset for tp, o in offsets.items()}))
+        return defer.succeed({tp: ErrorCode.NONE for tp in offsets})
+    c = ctx(3)
+    c.groups = SimpleNamespace(active=True, now_ms=lambda: 5, commit_txn_offsets=commit_txn_offsets)
+    part = R.TxnOffsetCommitRequestPartition
+    request = R(transactional_id="x", group_id="g", producer_id=3, producer_epoch=1, member_id="m",
+                generation_id=4, topics=[R.TxnOffsetCommitRequestTopic(name="t", partitions=[
+                    part(partition_index=0, committed_offset=10), part(partition_index=9, committed_offset=1)])])
+
+    def errors(version):
+        c.version = version
+        resp = answer(handle_txn_offset_commit(c, request))
+        return [(p.partition_index, p.error_code) for t in resp.topics for p in t.partitions]
+    assert errors(3) == [(0, ErrorCode.NONE), (9, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    assert errors(2) == [(0, ErrorCode.NONE), (9, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    assert calls == [("g", 3, 1, "m", None, 4, {("t", 0): 10}), ("g", 3, 1, "", None, -1, {("t", 0): 10})]
+    request.group_id = ""
+    assert errors(3) == [(0, ErrorCode.INVALID_GROUP_ID), (9, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]

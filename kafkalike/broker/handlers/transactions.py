@@ -136,7 +136,7 @@ def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitReques
             else:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if not request.group_id:
-        return _txn_commit_error(request, ctx.version, ErrorCode.INVALID_GROUP_ID)
+        return _txn_commit_answer(request, {**errors, **{tp: ErrorCode.INVALID_GROUP_ID for tp in wanted}})
     if not wanted:
         return _txn_commit_answer(request, errors)
     groups = ctx.groups
