@@ -13,7 +13,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 pytestmark = pytest.mark.interop
@@ -168,3 +168,11 @@ def test_kafka_python_transactional_producer(broker, topic_name):
         producer.close(10)
     values = consume_all(broker.bootstrap, topic_name, "read_committed", expected=5)
     assert sorted(values) == [f"kp-committed-{i}".encode() for i in range(5)]
+
+
+def test_a_timeout_above_transaction_max_timeout_ms_is_refused(broker):
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "too-patient",
+                         "transaction.timeout.ms": 900001})
+    with pytest.raises(KafkaException) as raised:
+        producer.init_transactions(TIMEOUT_S)
+    assert raised.value.args[0].code() == KafkaError.INVALID_TRANSACTION_TIMEOUT, raised.value.args[0]
