@@ -319,3 +319,32 @@ def test_a_repeated_election_at_the_same_epoch_keeps_the_loaded_state(h):
     h.coordinator.on_elected(0, 0)                                            # LeaderAndIsr told again
     assert h.metadata().state is ONGOING
     assert h.end(pid, epoch) == ErrorCode.NONE
+
+
+def test_a_fenced_coordinator_stops_sending(h):
+    _e, pid, epoch = h.init()
+    h.add(pid, epoch)
+    h.leaders.error = ErrorCode.TRANSACTION_COORDINATOR_FENCED           # a newer coordinator wrote there
+    assert h.end(pid, epoch) == ErrorCode.NONE
+    h.settle()
+    assert len(h.leaders.requests) == 1
+    assert h.log_states()[-1] == "PrepareCommit"
+
+
+def test_lost_connections_are_retried(h):
+    refusals = [3]
+    connect = h.leaders.connect
+
+    def flaky(host, port):
+        if refusals[0]:
+            refusals[0] -= 1
+            return defer.fail(ConnectionRefusedError("leader restarting"))
+        return connect(host, port)
+    h.coordinator.markers._connect = flaky
+    _e, pid, epoch = h.init()
+    h.add(pid, epoch)
+    assert h.end(pid, epoch, committed=False) == ErrorCode.NONE
+    h.settle()
+    assert refusals == [0]
+    assert h.leaders.markers() == [(pid, epoch, False, 0, [TP])]
+    assert h.log_states()[-1] == "CompleteAbort"
