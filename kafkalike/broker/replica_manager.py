@@ -16,6 +16,7 @@ from twisted.internet import defer, threads
 
 from kafkalike.broker.partition import Partition
 from kafkalike.broker.purgatory import DelayedOperation, Purgatory
+from kafkalike.broker.replication_quota import ReplicationQuota
 from kafkalike.metrics.stats import ReplicaStats
 from kafkalike.protocol.errors import ErrorCode, KafkaProtocolError
 from kafkalike.storage import errors as storage_errors
@@ -108,6 +109,9 @@ class FetchParams:
     max_bytes: int
     partitions: dict[TopicPartition, FetchSpec] = field(default_factory=dict)
     isolation_level: int = 0     # 1: read_committed (consumers stop at the last stable offset)
+    # Kafka 2.8 serves a consumer from a follower replica too once the request can carry
+    # client metadata (Fetch v11+, KIP-392); followers and older fetches read leaders only.
+    leader_only: bool = True
 
 
 class DelayedProduce(DelayedOperation):
@@ -152,11 +156,13 @@ class DelayedFetch(DelayedOperation):
         available = 0
         for tp, spec in self.params.partitions.items():
             part = self.manager.partitions.get(tp)
-            if part is None or not part.is_leader:
+            if part is None or (self.params.leader_only and not part.is_leader):
                 return self.force_complete()     # leadership moved: answer now
             end = part.fetch_upper_bound(self.params.replica_id, self.params.isolation_level)
             if spec.fetch_offset > end:
                 return self.force_complete()     # truncated under us: answer (with error)
+            if self.manager.leader_throttled(part, self.params.replica_id):
+                continue                          # its bytes would not be sent: they do not count
             available += self.manager.bytes_between(part, spec.fetch_offset, end)
             if available >= self.params.min_bytes:
                 return self.force_complete()
@@ -178,7 +184,8 @@ class ReplicaManager:
                  zk: KafkaZkClient | None = None, fetchers: ReplicaFetcherManager | None = None,
                  alter_isr: AlterIsrManager | None = None, metadata: MetadataCache | None = None,
                  inter_broker_listener: str = "PLAINTEXT",
-                 on_leadership_change: LeadershipListener | None = None) -> None:
+                 on_leadership_change: LeadershipListener | None = None,
+                 leader_quota: ReplicationQuota | None = None) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.clock = clock
@@ -191,6 +198,7 @@ class ReplicaManager:
         self.metadata = metadata
         self.inter_broker_listener = inter_broker_listener
         self.on_leadership_change = on_leadership_change
+        self.leader_quota = leader_quota    # the leader side of the replication throttle
         self.partitions: dict[TopicPartition, Partition] = {}
         self.replica_lag_ms = 30000
         self.produce_purgatory = Purgatory("Produce", clock)
@@ -212,6 +220,21 @@ class ReplicaManager:
         if not part.is_leader:
             raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return part
+
+    def local_partition(self, tp: TopicPartition, known_topic) -> Partition:
+        """A replica hosted here, leader or follower (reads that may come from a follower)."""
+        part = self.partitions.get(tp)
+        if part is None:
+            raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER if known_topic(tp[0])
+                                     else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return part
+
+    def leader_throttled(self, part: Partition, replica_id: int) -> bool:
+        """Kafka's shouldLeaderThrottle: a throttled follower outside the ISR gets nothing
+        while the leader's replication quota is used up."""
+        quota = self.leader_quota
+        return (quota is not None and replica_id >= 0 and replica_id not in part.isr
+                and quota.is_throttled(part.topic, part.index) and quota.is_exceeded())
 
     def get_or_create_partition(self, tp: TopicPartition, is_new: bool) -> Partition:
         part = self.partitions.get(tp)
@@ -322,7 +345,8 @@ class ReplicaManager:
                 if spec.max_bytes < 0:
                     results[tp] = self._refuse_negative_max_bytes(tp, spec)
                     continue
-                part = self.leader_partition(tp, known_topic)
+                part = (self.leader_partition(tp, known_topic) if params.leader_only
+                        else self.local_partition(tp, known_topic))
                 part.check_leader_epoch(spec.current_leader_epoch)
                 diverging = part.diverging_epoch(spec.last_fetched_epoch, spec.fetch_offset)
                 log_ = part.log
@@ -333,11 +357,17 @@ class ReplicaManager:
                 committed = params.isolation_level == READ_COMMITTED and params.replica_id < 0
                 upper = part.fetch_upper_bound(params.replica_id, params.isolation_level)
                 limit = min(spec.max_bytes, max(budget, 0))
-                data = log_.read(spec.fetch_offset, limit, max_offset=upper,
-                                 min_one_batch=first_batch_owed)
+                if self.leader_throttled(part, params.replica_id):
+                    data = b""
+                else:
+                    data = log_.read(spec.fetch_offset, limit, max_offset=upper,
+                                     min_one_batch=first_batch_owed)
                 if data:
                     first_batch_owed = False
                     budget -= len(data)
+                    if params.replica_id >= 0 and self.leader_quota is not None \
+                            and self.leader_quota.is_throttled(*tp):
+                        self.leader_quota.record(len(data))
                 aborted = None
                 if committed:
                     # Transactions overlapping the range read: up to the LSO, which bounds it

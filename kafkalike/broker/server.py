@@ -139,7 +139,7 @@ class KafkaServer:
             self.broker_id, self.log_manager, self.reactor, self.topic_configs.effective, self.time_ms,
             topic_configs=self.topic_configs, zk=self.zk, fetchers=self.fetchers, alter_isr=self.alter_isr,
             metadata=self.metadata_cache, inter_broker_listener=cfg.inter_broker_listener_name,
-            on_leadership_change=self._on_leadership_change)
+            on_leadership_change=self._on_leadership_change, leader_quota=self._replication_quota("leader"))
         self.replica_manager.replica_lag_ms = cfg.get("replica.lag.time.max.ms")
         self.group_coordinator = GroupCoordinator.for_server(self)
         self.group_coordinator.startup()

@@ -3,6 +3,8 @@ kafka-reassign-partitions --throttle moves its bytes at about the throttled rate
 --verify lifts the throttle once the move is done."""
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from typing import Iterator
 
@@ -12,7 +14,7 @@ from confluent_kafka import Producer
 from kafkalike.client.admin import AdminClient
 from kafkalike.lab.cluster import Cluster
 from tests.fault.cluster_view import ZooKeeperView
-from tests.integration.test_reassignment import cluster_of, create_topic, move_file, run_tool, wait_assignment
+from tests.integration.test_reassignment import REPO, cluster_of, create_topic, move_file, run_tool, wait_assignment
 
 pytestmark = pytest.mark.integration
 
@@ -75,4 +77,33 @@ def test_a_throttled_move_runs_at_the_throttled_rate(cluster, tmp_path, module_z
         assert verified.stdout.endswith("Clearing broker-level throttles on brokers 0,1\n"
                                         "Clearing topic-level throttles on topic capped\n")
     finally:
+        view.close()
+
+
+def configs_tool(*args: str):
+    return subprocess.run([str(REPO / "bin" / "kafka-configs.sh"), *args], capture_output=True, text=True,
+                          timeout=60, env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"})
+
+
+def test_the_leader_side_alone_caps_a_move(cluster, tmp_path, module_zk_chroot):
+    """Only the source broker's leader.replication.throttled.rate and the topic's
+    leader.replication.throttled.replicas, set with kafka-configs: the leader holds back
+    what it sends the new replica."""
+    view = ZooKeeperView(module_zk_chroot)
+    try:
+        create_topic(cluster.bootstrap, "led", [[0]])
+        fill(cluster.bootstrap, "led")
+        for args in (("--entity-type", "brokers", "--entity-name", "0", "--add-config",
+                      f"leader.replication.throttled.rate={RATE}"),
+                     ("--entity-type", "topics", "--entity-name", "led", "--add-config",
+                      "leader.replication.throttled.replicas=0:0")):
+            done = configs_tool("--bootstrap-server", cluster.bootstrap, "--alter", *args)
+            assert done.returncode == 0, done.stderr
+        took = timed_move(cluster, view, "led", tmp_path)
+        print(f"moved {DATA} bytes in {took:.2f} s with the leader throttled at {RATE} B/s")
+        assert took >= (DATA - 2 * RATE) / RATE
+        assert DATA / took < 2 * RATE
+    finally:
+        configs_tool("--bootstrap-server", cluster.bootstrap, "--alter", "--entity-type", "brokers",
+                     "--entity-name", "0", "--delete-config", "leader.replication.throttled.rate")
         view.close()
