@@ -29,6 +29,8 @@ from kafkalike.common.framing import SizePrefixedReceiver
 from kafkalike.broker.registry import HANDLERS, BrokerServices, RequestContext
 from kafkalike.broker.security.authenticator import SaslServerAuthenticator, zookeeper_credentials
 from kafkalike.broker.security.listener import ListenerSecurity
+from kafkalike.broker.security.principal import NoMatchingRule
+from kafkalike.common.keystores import principal_name
 from kafkalike.protocol.api import decode_request_header, encode_response, size_prefixed
 from kafkalike.protocol.errors import ErrorCode, ProtocolDecodeError
 
@@ -81,13 +83,18 @@ class KafkaConnection(SizePrefixedReceiver):
 
     def handshakeCompleted(self) -> None:
         """TLS is up: on an SSL listener a client certificate names the principal
-        (Kafka's DefaultKafkaPrincipalBuilder: the subject's distinguished name)."""
+        (Kafka's DefaultKafkaPrincipalBuilder: the subject's distinguished name, through
+        ssl.principal.mapping.rules)."""
         if self.security is None or self.security.protocol != "SSL":
             return
         cert = self.transport.getPeerCertificate() if hasattr(self.transport, "getPeerCertificate") else None
         if cert is not None:
-            from kafkalike.common.keystores import principal_name
-            self.principal = "User:" + principal_name(cert.to_cryptography())
+            dn = principal_name(cert.to_cryptography())
+            try:
+                self.principal = "User:" + self.security.principal_mapper.name(dn)
+            except NoMatchingRule as exc:
+                log.info("Failed authentication with /%s (%s)", self.peer.rsplit(":", 1)[0], exc)
+                self.transport.abortConnection()
 
     def close_after_failed_authentication(self) -> None:
         """Kafka delays the close of a connection whose login failed

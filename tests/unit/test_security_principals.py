@@ -73,3 +73,36 @@ def test_a_scram_login_for_an_unknown_user_fails_with_kafkas_message():
     assert response.error_message == ("Authentication failed during authentication due to invalid credentials "
                                       "with SASL mechanism SCRAM-SHA-512")
     assert not auth.complete and auth.principal is None
+
+
+def test_principal_mapping_rules_shape_the_certificate_principal(tmp_path: Path):
+    from kafkalike.broker.security.principal import SslPrincipalMapper
+    pki = make_pki(tmp_path)
+    cert = x509.load_pem_x509_certificate(Path(pki.path("client-cert.pem")).read_bytes())
+    security = ListenerSecurity("SSL", "SSL", principal_mapper=SslPrincipalMapper(
+        "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/, RULE:^CN=([^,]*),O=(.*)$/$1@$2/U, DEFAULT"))
+    transport = TlsTransport(crypto.X509.from_cryptography(cert))
+    conn = _connection(security, transport)
+    conn.handshakeCompleted()
+    assert conn.principal == "User:ALICE-CLIENT@KAFKALIKE-TESTS"
+    # A DN no rule applies to fails the connection, as Kafka's NoMatchingRule.
+    strict = ListenerSecurity("SSL", "SSL", principal_mapper=SslPrincipalMapper("RULE:^CN=(.*),OU=x$/$1/"))
+    transport = TlsTransport(crypto.X509.from_cryptography(cert))
+    conn = _connection(strict, transport)
+    conn.handshakeCompleted()
+    assert conn.principal == "User:ANONYMOUS" and transport.disconnecting
+
+
+def test_bad_mapping_rules_stop_start_up_naming_the_key(tmp_path: Path):
+    import pytest
+    from kafkalike.broker.config import KafkaConfig
+    from kafkalike.broker.security.listener import all_listener_security
+    from kafkalike.common.config_def import ConfigError
+    from tests.security_certs import PASSWORD
+    pki = make_pki(tmp_path)
+    config = KafkaConfig({"zookeeper.connect": "z:2181", "listeners": "SSL://127.0.0.1:9093",
+                          "security.inter.broker.protocol": "SSL",
+                          "ssl.keystore.type": "PKCS12", "ssl.keystore.location": pki.path("broker.p12"),
+                          "ssl.keystore.password": PASSWORD, "ssl.principal.mapping.rules": "RULE:(/x/"})
+    with pytest.raises(ConfigError, match="for configuration ssl.principal.mapping.rules: Invalid rule"):
+        all_listener_security(config)

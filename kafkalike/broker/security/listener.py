@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalike.broker.config import BROKER_CONFIG, ConfigError, KafkaConfig
+from kafkalike.broker.security.principal import SslPrincipalMapper
 from kafkalike.broker.security.tls import ClientTLS, ServerTLS, build_context
 from kafkalike.common.config_def import invalid
 from kafkalike.common.jaas import LoginModule, parse_jaas_config, plain_users
@@ -63,6 +64,7 @@ class ListenerSecurity:
     plain_users: dict[str, str] = field(default_factory=dict)
     reauth_ms: int = 0
     failed_auth_delay_ms: int = 100
+    principal_mapper: SslPrincipalMapper = field(default_factory=lambda: SslPrincipalMapper(None))
 
     @property
     def sasl(self) -> bool:
@@ -80,6 +82,11 @@ def listener_security(config: KafkaConfig, name: str, protocol: str) -> Listener
         if protocol == "SASL_SSL" and lc.prefix + "ssl.client.auth" not in config.originals:
             sec.client_auth = "none"
         sec.tls = ServerTLS(build_context(lc, server=True, client_auth=sec.client_auth))
+        rules = lc.get("ssl.principal.mapping.rules")
+        try:
+            sec.principal_mapper = SslPrincipalMapper(rules)
+        except ValueError as exc:
+            raise invalid("ssl.principal.mapping.rules", rules, str(exc)) from None
     if protocol in SASL_PROTOCOLS:
         mechanisms = tuple(lc.get("sasl.enabled.mechanisms") or ())
         key = lc.prefix + "sasl.enabled.mechanisms" if lc.prefix + "sasl.enabled.mechanisms" in config.originals \
