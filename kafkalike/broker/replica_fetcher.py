@@ -173,7 +173,11 @@ class ReplicaFetcher:
             if self.quota is not None and self.quota.is_throttled(*tp):
                 self.quota.record(len(records))
         state.in_sync = state.fetch_offset >= pr.high_watermark
+        high_watermark = log_.high_watermark
         log_.update_high_watermark(min(pr.high_watermark, log_.log_end_offset))
+        if log_.high_watermark != high_watermark:
+            # Consumers reading this follower (Fetch v11+) wait on its high watermark.
+            self.server.replica_manager.fetch_purgatory.check_and_complete(tp)
         if pr.log_start_offset > log_.log_start_offset:
             log_.maybe_increment_log_start_offset(min(pr.log_start_offset, log_.high_watermark))
 

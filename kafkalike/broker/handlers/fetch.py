@@ -41,7 +41,8 @@ _log_magic = functools.lru_cache(maxsize=64)(_record_version)  # magic of a mess
 @handler(1, versions=(0, 12))
 def handle_fetch(ctx: RequestContext, request: FetchRequest):
     params = FetchParams(request.replica_id, request.max_wait_ms, max(request.min_bytes, 0),
-                         request.max_bytes, isolation_level=request.isolation_level if ctx.version >= 4 else 0)
+                         request.max_bytes, isolation_level=request.isolation_level if ctx.version >= 4 else 0,
+                         leader_only=request.replica_id >= 0 or ctx.version < 11)
     order = []
     for t in request.topics:
         for p in t.partitions:
