@@ -78,7 +78,8 @@ class KafkaConnection(SizePrefixedReceiver):
         self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
         self.connections.add(self)
         if self.security is not None and self.security.sasl:
-            self.authenticator = SaslServerAuthenticator(self.security, zookeeper_credentials(self.services.zk),
+            credentials = self.security.credentials or zookeeper_credentials(self.services.zk)
+            self.authenticator = SaslServerAuthenticator(self.security, credentials,
                                                          "/" + self.peer.rsplit(":", 1)[0])
 
     def handshakeCompleted(self) -> None:

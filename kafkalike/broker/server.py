@@ -23,6 +23,7 @@ from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.broker.metadata_cache import MetadataCache
 from kafkalike.broker.metrics import BrokerMetrics, start_metrics
 from kafkalike.broker.network import listening_factory
+from kafkalike.broker.security.credentials import ScramCredentialCache
 from kafkalike.broker.security.listener import all_listener_security, inter_broker_client_security
 from kafkalike.common import outbound
 from kafkalike.broker.registry import BrokerEpochs, BrokerServices, load_handlers
@@ -167,13 +168,18 @@ class KafkaServer:
             controller=controller, producer_ids=self.producer_id_manager, epochs=self.epochs,
             transactions=self.transaction_coordinator)
         load_handlers()
+        self.scram_credentials = ScramCredentialCache(self.zk)
+        await self.scram_credentials.load_all()
+        for security in self.listener_security.values():
+            security.credentials = self.scram_credentials.fetch
         await self._listen()
         self.metrics = await start_metrics(self)    # the Prometheus endpoint, if kafkalike.metrics.port is set
         self.zk.add_session_listener(self._on_session_event)
         await self._register()
         self._checkpoint_broker_metadata()
         self._config_changes = ConfigChangeListener(self.zk, {"topics": self._reload_topic_config,
-                                                               "brokers": self._reload_broker_config})
+                                                               "brokers": self._reload_broker_config,
+                                                               "users": self.scram_credentials.reload})
         await self._config_changes.start()
         self.controller = controller
         self.controller.startup()

@@ -230,3 +230,34 @@ def test_a_v0_handshake_takes_raw_sasl_tokens(target):
     with pytest.raises(ConnectionError):
         bad._exactly(4)
     bad.close()
+
+
+def test_a_changed_scram_password_counts_from_the_next_login(target):
+    """The broker's credential cache follows the config change notification that
+    AlterUserScramCredentials writes."""
+    broker, sasl_port, _, _ = target
+    from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+    plain = broker.port
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{plain}"})
+
+    def set_password(user: str, password: str) -> None:
+        for f in admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+                user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), password.encode())]).values():
+            f.result(30)
+
+    def login(user: str, password: str) -> int:
+        raw, _, answer = _scram_login(sasl_port, ScramClientExchange("SCRAM-SHA-256", user, password))
+        raw.close()
+        return answer.error_code
+
+    set_password("rotating", "first")
+    deadline = time.monotonic() + 15
+    while login("rotating", "first") != 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    set_password("rotating", "second")
+    deadline = time.monotonic() + 15
+    while login("rotating", "second") != 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert login("rotating", "first") == ErrorCode.SASL_AUTHENTICATION_FAILED

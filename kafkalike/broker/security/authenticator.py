@@ -11,9 +11,9 @@ connections.max.reauth.ms set, the session lifetime goes back in the last
 SaslAuthenticate answer (KIP-368) and a later SaslHandshake on the live connection starts a
 re-authentication, which must keep the mechanism and the principal.
 
-SCRAM credentials are read from /config/users/<user> per login (kazoo's async API), so a
-credential altered with kafka-configs is in force for the next login, as with Kafka's cache
-fed by the change notifications.
+SCRAM credentials come from the server's ScramCredentialCache (credentials.py), fed by the
+config change notifications as Kafka's CredentialCache; `zookeeper_credentials` reads
+/config/users/<user> per login (kazoo's async API) where no cache is given.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ does not offer or a PLAIN listener without users stops start-up naming the key.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from kafkalike.broker.config import BROKER_CONFIG, ConfigError, KafkaConfig
 from kafkalike.broker.security.principal import SslPrincipalMapper
@@ -65,6 +65,8 @@ class ListenerSecurity:
     reauth_ms: int = 0
     failed_auth_delay_ms: int = 100
     principal_mapper: SslPrincipalMapper = field(default_factory=lambda: SslPrincipalMapper(None))
+    # user -> Deferred[its SCRAM entries]: the server's credential cache (None: read ZooKeeper)
+    credentials: Callable[[str], Any] | None = None
 
     @property
     def sasl(self) -> bool:
