@@ -95,3 +95,21 @@ def test_jks_stores_made_by_keytool_are_read_and_checked(tmp_path):
     tampered.write_bytes(bytes(data))
     with pytest.raises(KeystoreError, match="ssl.keystore.location"):
         load_keystore({**keys, "ssl.keystore.location": str(tampered)}.get)
+
+
+def test_tls_settings_openssl_refuses_name_their_key(tmp_path):
+    from kafkalike.broker.security.tls import build_context
+    from kafkalike.common.config_def import ConfigError
+    from tests.security_certs import PASSWORD, make_pki
+    pki = make_pki(tmp_path)
+    base = {"ssl.keystore.type": "PKCS12", "ssl.keystore.location": pki.path("broker.p12"),
+            "ssl.keystore.password": PASSWORD, "ssl.enabled.protocols": ("TLSv1.2", "TLSv1.3"),
+            "ssl.cipher.suites": ()}
+    build_context({**base, "ssl.cipher.suites": ("TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+                                                 "TLS_AES_256_GCM_SHA384")}.get, server=True)
+    with pytest.raises(ConfigError, match="for configuration ssl.cipher.suites"):
+        build_context({**base, "ssl.cipher.suites": ("TLS_NO_SUCH_SUITE_WITH_NOTHING",)}.get, server=True)
+    with pytest.raises(ConfigError, match="for configuration ssl.enabled.protocols"):
+        build_context({**base, "ssl.enabled.protocols": ("SSLv3",)}.get, server=True)
+    with pytest.raises(ConfigError, match="for configuration ssl.keystore.location"):
+        build_context({**base, "ssl.keystore.password": "wrong"}.get, server=True)

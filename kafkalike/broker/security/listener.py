@@ -113,10 +113,8 @@ def listener_security(config: KafkaConfig, name: str, protocol: str) -> Listener
 
 def all_listener_security(config: KafkaConfig) -> dict[str, ListenerSecurity]:
     """Every listener's security, in the order of `listeners`; ConfigError names the bad key."""
-    result = {ep.listener_name: listener_security(config, ep.listener_name, ep.security_protocol)
-              for ep in config.listeners}
-    inter_broker_client_security(config)   # the broker's own outbound login must be complete too
-    return result
+    return {ep.listener_name: listener_security(config, ep.listener_name, ep.security_protocol)
+            for ep in config.listeners}
 
 
 def inter_broker_client_security(config: KafkaConfig) -> ClientSecurity:

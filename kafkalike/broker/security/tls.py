@@ -10,7 +10,8 @@ cipher lists. A value OpenSSL refuses stops start-up naming its key.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from OpenSSL import SSL, crypto
 from service_identity import VerificationError
@@ -60,16 +61,15 @@ def openssl_cipher_name(name: str) -> str:
     return f"{kx}-{text}" if kx else text
 
 
-def _errors(key: str, value: Any):
-    class _Ctx:
-        def __enter__(self):
-            return self
-
-        def __exit__(self, et, ev, tb):
-            if et is not None and issubclass(et, (SSL.Error, ValueError)) and not issubclass(et, ConfigError):
-                raise invalid(key, value, str(ev) or et.__name__) from None
-            return False
-    return _Ctx()
+@contextmanager
+def _naming(key: str, value: Any) -> Iterator[None]:
+    """OpenSSL's refusal of a value, as a ConfigError naming the key it came from."""
+    try:
+        yield
+    except (SSL.Error, ValueError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise invalid(key, value, str(exc) or type(exc).__name__) from None
 
 
 def build_context(get: Callable[[str], Any], *, server: bool, client_auth: str = "none") -> SSL.Context:
@@ -96,16 +96,16 @@ def build_context(get: Callable[[str], Any], *, server: bool, client_auth: str =
     if suites:
         tls13 = [s for s in suites if s in _TLS13_SUITES]
         tls12 = [openssl_cipher_name(s) for s in suites if s not in _TLS13_SUITES]
-        with _errors("ssl.cipher.suites", ",".join(suites)):
+        with _naming("ssl.cipher.suites", ",".join(suites)):
             if tls12:
                 ctx.set_cipher_list(":".join(tls12).encode())
             elif versions[0] < SSL.TLS1_3_VERSION:
                 ctx.set_min_proto_version(SSL.TLS1_3_VERSION)
             if tls13:
-                ctx.set_ciphersuites(":".join(tls13).encode())
+                ctx.set_tls13_ciphersuites(":".join(tls13).encode())
     if material is not None:
         where = get("ssl.keystore.location") or "(inline PEM)"
-        with _errors("ssl.keystore.location" if get("ssl.keystore.location") else "ssl.keystore.key", where):
+        with _naming("ssl.keystore.location" if get("ssl.keystore.location") else "ssl.keystore.key", where):
             ctx.use_certificate(crypto.X509.from_cryptography(material.chain[0]))
             for extra in material.chain[1:]:
                 ctx.add_extra_chain_cert(crypto.X509.from_cryptography(extra))
