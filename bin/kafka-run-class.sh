@@ -40,6 +40,7 @@ case "$class" in
     kafka.tools.ConsoleProducer) script=kafka-console-producer.sh ;;
     kafka.tools.ConsumerPerformance) script=kafka-consumer-perf-test.sh ;;
     kafka.tools.MirrorMaker) script=kafka-mirror-maker.sh ;;
+    kafka.tools.ReplicaVerificationTool) script=kafka-replica-verification.sh ;;
     org.apache.kafka.tools.ProducerPerformance|kafka.tools.ProducerPerformance) script=kafka-producer-perf-test.sh ;;
     org.apache.kafka.tools.VerifiableProducer) script=kafka-verifiable-producer.sh ;;
     org.apache.kafka.tools.VerifiableConsumer) script=kafka-verifiable-consumer.sh ;;

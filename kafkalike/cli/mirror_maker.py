@@ -36,6 +36,7 @@ from kafkalike.client.coordinator import ConsumerRebalanceListener, OffsetAndMet
 from kafkalike.client.errors import CommitFailedError, KafkaError, KafkaTimeoutError, WakeupError
 from kafkalike.client.metadata import TopicPartition
 from kafkalike.client.producer import KafkaProducer, ProducerRecord
+from kafkalike.common.topics import include_list_regex
 from kafkalike.properties import load as load_properties
 
 log = logging.getLogger("kafkalike.cli.mirror_maker")
@@ -68,11 +69,6 @@ STRATEGY_WARNING = ("WARNING: The default partition assignment strategy of the m
 NO_DATA_LOSS_PRODUCER = {"delivery.timeout.ms": str(2**31 - 1), "max.block.ms": str(2**63 - 1), "acks": "all",
                          "max.in.flight.requests.per.connection": "1"}
 POLL_S = 1.0   # as 2.8: a commit interval above a second is never held up by an idle poll
-
-
-def include_list_regex(whitelist: str) -> str:
-    """IncludeList's regex: commas are alternatives, spaces and surrounding quotes dropped."""
-    return re.sub(r"[\"']+$", "", re.sub(r"^[\"']+", "", whitelist.strip().replace(",", "|").replace(" ", "")))
 
 
 def default_property(props: dict[str, str], name: str, default: str) -> None:

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Sequence, TextIO
 
 from kafkalike.cli import joptions
 from kafkalike.cli.joptions import ILLEGAL_ARGUMENT, Dialect, JavaError, Option, ParsedArgs, UsageError
-from kafkalike.common.topics import INTERNAL_TOPICS
+from kafkalike.common.topics import INTERNAL_TOPICS, include_list_regex
 from kafkalike.storage.config import CONFIG_KEYS, KEYS_BY_NAME, LogConfig
 
 # -- Java's exceptions, as the tool reports them ---------------------------------------
@@ -259,9 +259,7 @@ def topic_filter(include: str | None, exclude_internal: bool) -> Callable[[str],
     """Kafka's IncludeList: commas mean '|', quotes and spaces are dropped, the whole name must match."""
     if include is None:
         return lambda topic: not (exclude_internal and topic in INTERNAL_TOPICS)
-    regex = include.strip().replace(",", "|").replace(" ", "")
-    regex = re.sub(r"^[\"']+", "", regex)
-    regex = re.sub(r"[\"']+$", "", regex)
+    regex = include_list_regex(include)
     try:
         pattern = re.compile(regex)
     except re.error:

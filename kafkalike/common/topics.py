@@ -37,3 +37,10 @@ def validate(name: str) -> None:
 def collides(a: str, b: str) -> bool:
     """'.' and '_' collide in metric names, so Kafka refuses topics that differ only so."""
     return a != b and a.replace(".", "_") == b.replace(".", "_")
+
+
+def include_list_regex(expression: str) -> str:
+    """Kafka's IncludeList (the tools' --whitelist): commas are alternatives, spaces and
+    surrounding quotes are dropped, the rest is a regex matched against whole names."""
+    text = expression.strip().replace(",", "|").replace(" ", "")
+    return re.sub(r"[\"']+$", "", re.sub(r"^[\"']+", "", text))

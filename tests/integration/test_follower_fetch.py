@@ -3,6 +3,9 @@ them: up to the follower's high watermark, the leader epoch checked, and a fetch
 waits on the follower answered as soon as replication moves its high watermark."""
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 import threading
 import time
 from typing import Iterator
@@ -16,7 +19,7 @@ from kafkalike.lab.cluster import Cluster
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.fetch import FetchRequest
 from kafkalike.records.batch import iter_records
-from tests.integration.test_reassignment import cluster_of, create_topic
+from tests.integration.test_reassignment import REPO, cluster_of, create_topic
 
 pytestmark = pytest.mark.integration
 
@@ -76,3 +79,30 @@ def test_a_fetch_waiting_on_a_follower_ends_when_its_high_watermark_moves(cluste
     waited = time.monotonic() - started
     assert [r.value for r in iter_records(bytes(answer.record_set))] == [b"late"]
     assert waited < 5, waited      # answered by the follower's new high watermark, not the 10 s wait
+
+
+def test_replica_verification_finds_the_replicas_equal(cluster):
+    """kafka-replica-verification reads both replicas from the start and reports no lag."""
+    produce(cluster.bootstrap, [b"x%d" % i for i in range(50)])
+    end = fetch(cluster.broker(0), 0, 12).high_watermark
+    tool = subprocess.Popen([str(REPO / "bin" / "kafka-replica-verification.sh"), "--broker-list", cluster.bootstrap,
+                             "--topic-white-list", TOPIC, "--time", "-2", "--report-interval-ms", "300"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"})
+    lines = []
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            line = tool.stdout.readline()
+            assert line, tool.stderr.read()
+            lines.append(line.rstrip("\n"))
+            if re.search(rf": max lag is 0 for partition {TOPIC}-0 at offset \d+ among 1 partitions$", line):
+                break
+        else:
+            pytest.fail(f"no zero-lag report: {lines}")
+    finally:
+        tool.terminate()
+        tool.wait(10)
+    assert lines[0].endswith(": verification process is started.")
+    assert int(lines[-1].split(" at offset ")[1].split()[0]) >= end
+    assert not any("doesn't match" in line or "unmatched checksum" in line for line in lines)
