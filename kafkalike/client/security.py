@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from kafkalike.client.errors import ConfigError, KafkaError
+from kafkalike.common.cipher_names import TLS13_SUITES, openssl_cipher_name
 from kafkalike.common.config_def import Password
 from kafkalike.common.jaas import parse_jaas_config
 from kafkalike.common.keystores import KeystoreError, load_keystore, load_truststore
@@ -140,6 +141,15 @@ def _ssl_context(get) -> ssl.SSLContext:
             raise ConfigError(f"Invalid value {protocols} for configuration ssl.enabled.protocols: use TLSv1.2 "
                               "and/or TLSv1.3")
         ctx.minimum_version, ctx.maximum_version = min(versions), max(versions)
+    suites = get("ssl.cipher.suites")
+    if suites:
+        names = [n.strip() for n in (suites.split(",") if isinstance(suites, str) else suites)]
+        tls12 = [openssl_cipher_name(n) for n in names if n not in TLS13_SUITES]
+        if tls12:   # the standard library leaves TLS 1.3 suites at OpenSSL's choice
+            try:
+                ctx.set_ciphers(":".join(tls12))
+            except ssl.SSLError as exc:
+                raise ConfigError(f"Invalid value {suites} for configuration ssl.cipher.suites: {exc}") from None
     if trusted is None:
         ctx.load_default_certs()
     else:

@@ -8,7 +8,7 @@ from pathlib import Path
 from cryptography import x509
 from OpenSSL import crypto
 from twisted.internet import defer
-from twisted.test.proto_helpers import MemoryReactorClock, StringTransport
+from twisted.internet.testing import MemoryReactorClock, StringTransport
 
 from kafkalike.broker.network import KafkaConnection
 from kafkalike.broker.registry import RequestContext

@@ -21,44 +21,12 @@ from twisted.internet.abstract import isIPAddress, isIPv6Address
 from twisted.internet.interfaces import IOpenSSLClientConnectionCreator, IOpenSSLServerConnectionCreator
 from zope.interface import implementer
 
+from kafkalike.common.cipher_names import TLS13_SUITES as _TLS13_SUITES, openssl_cipher_name
 from kafkalike.common.config_def import ConfigError, invalid
 from kafkalike.common.keystores import KeystoreError, load_keystore, load_truststore
 
 _VERSIONS = {"TLSv1": SSL.TLS1_VERSION, "TLSv1.1": SSL.TLS1_1_VERSION, "TLSv1.2": SSL.TLS1_2_VERSION,
              "TLSv1.3": SSL.TLS1_3_VERSION}
-_TLS13_SUITES = {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256",
-                 "TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256"}
-
-
-def openssl_cipher_name(name: str) -> str:
-    """Java's (IANA) TLS 1.2 suite name as OpenSSL spells it; OpenSSL names pass through.
-
-    TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 -> ECDHE-RSA-AES128-GCM-SHA256."""
-    if not name.startswith("TLS_") or "_WITH_" not in name:
-        return name
-    kx, cipher = name[4:].split("_WITH_", 1)
-    kx = {"RSA": ""}.get(kx, kx.replace("DHE_RSA", "DHE-RSA").replace("ECDHE_RSA", "ECDHE-RSA")
-                         .replace("ECDHE_ECDSA", "ECDHE-ECDSA").replace("_", "-"))
-    parts = cipher.split("_")
-    out = []
-    i = 0
-    while i < len(parts):
-        p = parts[i]
-        if p == "AES" and i + 1 < len(parts):
-            out.append("AES" + parts[i + 1])
-            i += 2
-            continue
-        if p == "CHACHA20" and i + 1 < len(parts):
-            out.append("CHACHA20-" + parts[i + 1])
-            i += 3   # OpenSSL's name has no hash: ...-CHACHA20-POLY1305
-            continue
-        if p == "CBC":
-            i += 1
-            continue
-        out.append(p)
-        i += 1
-    text = "-".join(out)
-    return f"{kx}-{text}" if kx else text
 
 
 @contextmanager
@@ -106,10 +74,10 @@ def build_context(get: Callable[[str], Any], *, server: bool, client_auth: str =
     if material is not None:
         where = get("ssl.keystore.location") or "(inline PEM)"
         with _naming("ssl.keystore.location" if get("ssl.keystore.location") else "ssl.keystore.key", where):
-            ctx.use_certificate(crypto.X509.from_cryptography(material.chain[0]))
+            ctx.use_certificate(material.chain[0])
             for extra in material.chain[1:]:
-                ctx.add_extra_chain_cert(crypto.X509.from_cryptography(extra))
-            ctx.use_privatekey(crypto.PKey.from_cryptography_key(material.key))
+                ctx.add_extra_chain_cert(extra)
+            ctx.use_privatekey(material.key)
             ctx.check_privatekey()
     store = ctx.get_cert_store()
     if trusted is not None:
