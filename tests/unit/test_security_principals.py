@@ -106,3 +106,18 @@ def test_bad_mapping_rules_stop_start_up_naming_the_key(tmp_path: Path):
                           "ssl.keystore.password": PASSWORD, "ssl.principal.mapping.rules": "RULE:(/x/"})
     with pytest.raises(ConfigError, match="for configuration ssl.principal.mapping.rules: Invalid rule"):
         all_listener_security(config)
+
+
+def test_a_failed_login_closes_only_after_the_configured_delay():
+    reactor = MemoryReactorClock()
+    security = ListenerSecurity("SASL_PLAINTEXT", "SASL_PLAINTEXT", mechanisms=("PLAIN",), failed_auth_delay_ms=250)
+    conn = KafkaConnection(services(), set(), 1 << 20, security, reactor)
+    transport = StringTransport()
+    conn.makeConnection(transport)
+    conn.close_after_failed_authentication()
+    conn.stringReceived(b"anything more is not read")
+    assert not transport.disconnecting and transport.producerState == "paused"
+    reactor.advance(0.2)
+    assert not transport.disconnecting
+    reactor.advance(0.1)
+    assert transport.disconnecting
