@@ -15,9 +15,8 @@ A tombstone prints `<DELETE>`. Members of a group and partitions of a transactio
 in the order Kafka's Scala 2.13 build iterates them: the mutable HashMap / HashSet they are
 loaded into walks its buckets in index order, each bucket sorted by hash.
 
-__consumer_offsets records are decoded by the group coordinator's own codec
-(kafkalike.coordinator.records); kafkalike has no transaction coordinator, so the
-transaction log's key and value are declared here from Kafka's schemas. Both read every
+Both internal topics are decoded with their coordinators' own declarations
+(kafkalike.coordinator.records and kafkalike.coordinator.transaction.records). Both read every
 version the reference schemas declare (Kafka 2.8 knows fewer: offset and group values up
 to v3, transaction values v0 only, and would throw on the rest).
 
@@ -34,9 +33,9 @@ from typing import Callable, Iterable
 from kafkalike.cli.joptions import JavaError
 from kafkalike.coordinator import records as offsets_records
 from kafkalike.coordinator.schemas import GroupMetadataValue, OffsetCommitValue
+from kafkalike.coordinator.transaction.records import TransactionLogKey, TransactionLogValue
 from kafkalike.protocol.errors import ProtocolDecodeError
 from kafkalike.protocol.messages.consumer_protocol import ConsumerProtocolAssignment
-from kafkalike.protocol.schema import F, Message, build_classes
 from kafkalike.protocol.types import Reader
 from kafkalike.zkdata.kafka_json import java_string_hash, scala_mutable_map_order
 
@@ -179,29 +178,6 @@ def format_offsets_record(key, value) -> tuple[str, str]:
 
 
 # -- __transaction_state (TransactionLog.formatRecordKeyAndValue) ------------------------------
-
-TRANSACTION_LOG_KEY = Message(
-    'TransactionLogKey', 'data', valid='0', flexible='none',
-    fields=[
-        F('transactional_id', 'string', '0'),
-    ])
-TransactionLogKey = build_classes(TRANSACTION_LOG_KEY)
-
-TRANSACTION_LOG_VALUE = Message(
-    'TransactionLogValue', 'data', valid='0-1', flexible='1+',
-    fields=[
-        F('producer_id', 'int64', '0+'),
-        F('producer_epoch', 'int16', '0+'),
-        F('transaction_timeout_ms', 'int32', '0+'),
-        F('transaction_status', 'int8', '0+'),
-        F('transaction_partitions', '[]PartitionsSchema', '0+', nullable='0+', fields=[
-            F('topic', 'string', '0+'),
-            F('partition_ids', '[]int32', '0+'),
-        ]),
-        F('transaction_last_update_timestamp_ms', 'int64', '0+'),
-        F('transaction_start_timestamp_ms', 'int64', '0+'),
-    ])
-TransactionLogValue = build_classes(TRANSACTION_LOG_VALUE)
 
 # TransactionMetadata.byteToState; the names are the Scala case objects'.
 TRANSACTION_STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
