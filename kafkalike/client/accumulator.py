@@ -31,7 +31,7 @@ from kafkalike.client.idempotence import insert_in_sequence_order
 from kafkalike.client.metadata import Cluster, TopicPartition
 from kafkalike.records import compression as codecs
 from kafkalike.records.batch import decode_batches
-from kafkalike.records.header import HEADER_SIZE, LOG_OVERHEAD
+from kafkalike.records.header import HEADER_SIZE, LOG_OVERHEAD, TRANSACTIONAL_MASK
 from kafkalike.records.record import MAX_RECORD_OVERHEAD, encode_headers
 from kafkalike.records.varint import encode_varint
 
@@ -176,10 +176,10 @@ class ProducerBatch:
     __slots__ = ("tp", "created", "last_attempt", "attempts", "drained", "count", "base_ts", "max_ts", "thunks",
                  "result", "allocated", "compression", "_parts", "_size", "_limit", "_closed", "_built",
                  "_uncompressed_size", "finished", "_factor", "producer_id", "producer_epoch", "base_sequence",
-                 "resequenced")
+                 "resequenced", "transactional")
 
     def __init__(self, tp: TopicPartition, now: float, compression: int, write_limit: int, allocated: int,
-                 ratio: float = 1.0) -> None:
+                 ratio: float = 1.0, transactional: bool = False) -> None:
         self.tp = tp
         self.created = now
         self.last_attempt = now
@@ -207,6 +207,7 @@ class ProducerBatch:
         self.producer_epoch = -1
         self.base_sequence = -1
         self.resequenced = False    # renumbered (new epoch) since it was last sent
+        self.transactional = transactional  # a transactional producer's batch: the attribute bit is set
 
     def __repr__(self) -> str:
         return f"ProducerBatch({self.tp}, count={self.count}, attempts={self.attempts})"
@@ -288,11 +289,14 @@ class ProducerBatch:
         built = self._built
         if built is not None:
             payload = memoryview(built)[HEADER_SIZE:]
-            after_crc = _AFTER_CRC.pack(self.compression, self.count - 1, self.base_ts, self.max_ts,
+            after_crc = _AFTER_CRC.pack(self._attributes(), self.count - 1, self.base_ts, self.max_ts,
                                         producer_id, producer_epoch, base_sequence, self.count)
             crc = crc32c(payload, crc32c(after_crc))
             crc_at = _PREFIX.size - 4
             self._built = b"".join((built[:crc_at], crc.to_bytes(4, "big"), after_crc, payload))
+
+    def _attributes(self) -> int:
+        return self.compression | TRANSACTIONAL_MASK if self.transactional else self.compression
 
     def build(self) -> bytes:
         """The v2 batch bytes (base offset 0, producer fields as stamped), made once."""
@@ -300,7 +304,7 @@ class ProducerBatch:
             self._closed = True
             records = b"".join(self._parts)
             payload = codecs.compress(self.compression, records) if self.compression else records
-            after_crc = _AFTER_CRC.pack(self.compression, self.count - 1, self.base_ts, self.max_ts,
+            after_crc = _AFTER_CRC.pack(self._attributes(), self.count - 1, self.base_ts, self.max_ts,
                                         self.producer_id, self.producer_epoch, self.base_sequence, self.count)
             crc = crc32c(payload, crc32c(after_crc))
             prefix = _PREFIX.pack(0, HEADER_SIZE - LOG_OVERHEAD + len(payload), -1, 2, crc)
@@ -350,7 +354,8 @@ class ProducerBatch:
             future = None if current is None else current.try_append(
                 record.timestamp, record.key, record.value, record.headers, callback)
             if future is None:
-                current = ProducerBatch(self.tp, self.created, self.compression, batch_size, 0)
+                current = ProducerBatch(self.tp, self.created, self.compression, batch_size, 0,
+                                        transactional=self.transactional)
                 current.attempts = self.attempts
                 current.last_attempt = self.last_attempt
                 pieces.append(current)
@@ -436,6 +441,10 @@ class RecordAccumulator:
         # An idempotent producer's IdempotenceManager: says which head batches may go and
         # numbers them as they are drained.
         self.idempotence = None
+        # A transactional producer's TransactionManager: a partition's batches wait until the
+        # partition is in the transaction; every batch carries the transactional bit.
+        self.transactions = None
+        self.completing = False  # a commit or abort is waiting for every batch: send all now
         self._drain_index: dict[int, int] = {}
         self._ratios: dict[str, float] = {}
 
@@ -479,7 +488,7 @@ class RecordAccumulator:
                     if future is not None:
                         return future, len(dq) > 1 or last.is_full(), False
                 batch = ProducerBatch(TopicPartition(*tp), now, self.compression, self.batch_size, size,
-                                      self._ratios.get(tp[0], 1.0))
+                                      self._ratios.get(tp[0], 1.0), self.transactions is not None)
                 future = batch.try_append(timestamp, key, value, headers, callback)
                 dq.append(batch)
                 created = True
@@ -520,7 +529,8 @@ class RecordAccumulator:
         exhausted = self.pool.waiters > 0
         retry_backoff, linger = self.retry_backoff, self.linger
         with self._lock:
-            urgent = exhausted or self._closed or self._flushes > 0
+            urgent = exhausted or self._closed or self._flushes > 0 or self.completing
+            transactions = self.transactions
             for tp, dq in self._batches.items():
                 if not dq:
                     continue
@@ -531,6 +541,8 @@ class RecordAccumulator:
                 if leader in nodes or tp in self._muted:
                     continue
                 batch = dq[0]
+                if transactions is not None and not transactions.is_send_to_partition_allowed(tp):
+                    continue
                 if self.idempotence is not None and not self.idempotence.may_drain(batch):
                     continue
                 waited = now - batch.last_attempt
@@ -568,6 +580,8 @@ class RecordAccumulator:
                     dq = self._batches[tp]
                     first = dq[0]
                     if first.attempts > 0 and now - first.last_attempt < self.retry_backoff:
+                        continue
+                    if self.transactions is not None and not self.transactions.is_send_to_partition_allowed(tp):
                         continue
                     if self.idempotence is not None and not self.idempotence.may_drain(first):
                         continue
@@ -666,6 +680,22 @@ class RecordAccumulator:
         """Stop accepting records; everything queued becomes sendable at once."""
         with self._lock:
             self._closed = True
+
+    def abort_undrained(self, error: Exception) -> None:
+        """Fail the batches never sent (no sequence yet): their transaction is being aborted or
+        has failed, so they must not reach the log (Java's abortUndrainedBatches)."""
+        aborted: list[ProducerBatch] = []
+        with self._lock:
+            for dq in self._batches.values():
+                keep = [b for b in dq if b.base_sequence >= 0]
+                if len(keep) != len(dq):
+                    aborted.extend(b for b in dq if b.base_sequence < 0)
+                    dq.clear()
+                    dq.extend(keep)
+        for batch in aborted:
+            batch.close()
+            batch.done(-1, -1, error)
+            self.deallocate(batch)
 
     def abort_incomplete(self, error: Exception) -> None:
         """Fail every batch not yet acknowledged (a forced close)."""

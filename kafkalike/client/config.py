@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
-from kafkalike.client.errors import ConfigError, UnsupportedFeatureError
+from kafkalike.client.errors import ConfigError
 from kafkalike.client.security import ClientSecurity
 from kafkalike.common.config_def import (
     INT_MAX,
@@ -187,12 +187,13 @@ def _check_idempotence(config: dict[str, Any], user: Mapping[str, Any]) -> None:
 
 
 def _check_combinations(config: dict[str, Any], user: Mapping[str, Any]) -> None:
+    if config["transactional.id"] is not None:
+        # Java's ProducerConfig.idempotenceEnabled: a transactional producer is idempotent.
+        if "enable.idempotence" in user and not config["enable.idempotence"]:
+            raise ConfigError("Cannot set a transactional.id without also enabling idempotence.")
+        config["enable.idempotence"] = True
     if config["enable.idempotence"]:
         _check_idempotence(config, user)
-    if config["transactional.id"] is not None:
-        raise UnsupportedFeatureError(
-            "transactional.id is not supported yet: transactions need InitProducerId and the transaction "
-            "coordinator, which the broker does not serve.")
     ClientSecurity.from_config(config)   # a bad security key fails here, naming the key
     if config["acks"] == "all":
         config["acks"] = "-1"

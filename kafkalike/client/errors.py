@@ -120,8 +120,41 @@ class BrokerResponseError(KafkaError):
         return _ERRORS + java_exception_name(self.code)
 
 
+class ProducerFencedError(BrokerResponseError):
+    """Another producer with this transactional.id took over (PRODUCER_FENCED, or
+    INVALID_PRODUCER_EPOCH from the coordinator); this one can only be closed."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(ErrorCode.PRODUCER_FENCED, message)
+
+
+class InvalidProducerEpochError(BrokerResponseError):
+    """A partition leader refused a batch of an older epoch (KIP-588: the transaction can be aborted)."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(ErrorCode.INVALID_PRODUCER_EPOCH, message)
+
+
+class TransactionalIdAuthorizationError(BrokerResponseError):
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, message)
+
+
+class TransactionAbortedError(KafkaError):
+    """A record never sent because its transaction was aborted first."""
+
+    java_name = _ERRORS + "TransactionAbortedException"
+
+
+_TYPED_CODES = {ErrorCode.PRODUCER_FENCED: ProducerFencedError, ErrorCode.INVALID_PRODUCER_EPOCH: InvalidProducerEpochError,
+                ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: TransactionalIdAuthorizationError}
+
+
 def error_for_code(code: ErrorCode | int, message: str | None = None) -> KafkaError:
     """The exception a user sees for a broker's error code (None is not an error)."""
+    typed = _TYPED_CODES.get(code)
+    if typed is not None:
+        return typed(message)
     if code == ErrorCode.REQUEST_TIMED_OUT:
         return KafkaTimeoutError(message or default_message(ErrorCode.REQUEST_TIMED_OUT))
     if code == ErrorCode.NETWORK_EXCEPTION:
@@ -143,7 +176,8 @@ def java_view(error: BaseException) -> str:
 
 
 __all__ = ["BrokerResponseError", "ConfigError", "INVALID_METADATA_CODES", "IllegalStateError",
-           "InvalidTopicError", "KafkaError", "KafkaTimeoutError", "NetworkError", "RETRIABLE_CODES",
+           "InvalidProducerEpochError", "InvalidTopicError", "ProducerFencedError", "TransactionAbortedError",
+           "TransactionalIdAuthorizationError", "KafkaError", "KafkaTimeoutError", "NetworkError", "RETRIABLE_CODES",
            "RecordTooLargeError", "SerializationError", "TopicAuthorizationError", "UnsupportedFeatureError",
            "error_for_code", "java_view"]
 

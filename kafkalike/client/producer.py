@@ -14,6 +14,15 @@ max.request.size or buffer.memory, a serializer failure - is raised from send() 
 instead, as kafka-python does, so a caller cannot miss it; the callback is then not
 called. Everything that happens after the record was accepted reaches the callback
 (exactly once, with exactly one of metadata and exception set) and the future.
+
+With transactional.id the producer is transactional, as Java's (the state machine and its
+requests live in transaction_manager.py):
+
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send("out", b"v")
+    producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
+    producer.commit_transaction()          # or abort_transaction()
 """
 from __future__ import annotations
 
@@ -42,10 +51,11 @@ from kafkalike.client.errors import (
     SerializationError,
 )
 from kafkalike.client.idempotence import IdempotenceManager
-from kafkalike.client.metadata import Metadata, PartitionInfo
+from kafkalike.client.metadata import Metadata, PartitionInfo, TopicPartition
 from kafkalike.client.network import NetworkClient
 from kafkalike.client.partitioner import resolve_partitioner
 from kafkalike.client.sender import Sender
+from kafkalike.client.transaction_manager import TransactionManager
 from kafkalike.client.serializers import is_passthrough, load_object, resolve_serializer
 from kafkalike.records.compression import codec_by_name
 from kafkalike.records.header import HEADER_SIZE
@@ -185,6 +195,31 @@ def _serialize(serializer, what: str, topic: str, data: Any) -> bytes | None:
                              "a serializer must return bytes or None")
 
 
+def _group_metadata(group_metadata: Any) -> Any:
+    """The consumer's group metadata, checked as Java's throwIfInvalidGroupMetadata."""
+    if group_metadata is None:
+        raise ValueError("Consumer group metadata could not be null")
+    if isinstance(group_metadata, str):
+        from kafkalike.client.consumer import ConsumerGroupMetadata
+        return ConsumerGroupMetadata(group_metadata, -1, "", None)
+    if group_metadata.generation_id > 0 and not group_metadata.member_id:
+        raise ValueError(f"Passed in group metadata {group_metadata} has generationId > 0 but member.id ")
+    return group_metadata
+
+
+def _txn_offsets(offsets: Mapping) -> dict[TopicPartition, tuple[int, str | None, int]]:
+    """(offset, metadata, leader epoch) per partition, from ints or OffsetAndMetadata values."""
+    out = {}
+    for tp, value in offsets.items():
+        tp = TopicPartition(*tp)
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[tp] = (value, "", -1)
+        else:
+            epoch = getattr(value, "leader_epoch", None)
+            out[tp] = (value.offset, getattr(value, "metadata", "") or "", -1 if epoch is None else epoch)
+    return out
+
+
 class KafkaProducer:
     """A thread-safe producer; see the module docstring. Configs use Kafka's dotted names."""
 
@@ -225,12 +260,18 @@ class KafkaProducer:
             send_buffer_bytes=cfg["send.buffer.bytes"], receive_buffer_bytes=cfg["receive.buffer.bytes"],
             security=ClientSecurity.from_config(cfg),
             log_prefix=self._log_prefix)
+        idempotence = IdempotenceManager() if cfg["enable.idempotence"] else None
+        self._transactions = None
+        if cfg["transactional.id"] is not None:
+            self._transactions = TransactionManager(cfg["transactional.id"], cfg["transaction.timeout.ms"], idempotence,
+                                                    retry_backoff_ms=cfg["retry.backoff.ms"],
+                                                    log_prefix=self._log_prefix)
         self._sender = Sender(
             client, self._metadata, self._accumulator, acks=int(cfg["acks"]), retries=cfg["retries"],
             request_timeout_ms=cfg["request.timeout.ms"], max_request_size=cfg["max.request.size"],
             guarantee_order=cfg["max.in.flight.requests.per.connection"] == 1 and not cfg["enable.idempotence"],
             log_prefix=self._log_prefix, name=f"kafka-producer-network-thread | {self.client_id}",
-            idempotence=IdempotenceManager() if cfg["enable.idempotence"] else None)
+            idempotence=idempotence, transactions=self._transactions)
         self._wakeup = client.wakeup  # cheap when a wakeup is already pending
         self._closed = False
         self._close_lock = threading.Lock()
@@ -266,6 +307,8 @@ class KafkaProducer:
             topic, value, key, partition = record.topic, record.value, record.key, record.partition
             headers, timestamp = record.headers, record.timestamp
         try:
+            if self._transactions is not None:
+                self._transactions.fail_if_not_ready_for_send()
             return self._send(topic, value, key, partition, headers, timestamp, callback)
         except KafkaError as error:
             if interceptors.items:
@@ -319,6 +362,10 @@ class KafkaProducer:
             timestamp = int(_time() * 1000)
         if callback is not None or self._interceptors.items:
             callback = self._wrap_callback(callback, topic, partition)
+        transactions = self._transactions
+        added = False
+        if transactions is not None and not sticky:
+            added = transactions.maybe_add_partition(TopicPartition(topic, partition))
         deadline = now + self._max_block
         accumulator = self._accumulator
         future, full, new_batch = accumulator.append((topic, partition), timestamp, key_bytes, value_bytes,
@@ -332,7 +379,9 @@ class KafkaProducer:
                 callback = self._wrap_callback(callback.user_callback, topic, partition)
             future, full, new_batch = accumulator.append((topic, partition), timestamp, key_bytes, value_bytes,
                                                          headers, callback, deadline, False, now)
-        if full or new_batch:
+        if transactions is not None and sticky:
+            added = transactions.maybe_add_partition(TopicPartition(topic, partition))
+        if full or new_batch or added:  # (a new partition in a transaction: the sender adds it)
             self._wakeup()
         return future
 
@@ -383,6 +432,56 @@ class KafkaProducer:
                                         f"not present in metadata after {int(max_wait * 1000)} ms.")
             metadata.raise_if_fatal(topic)
             # Java asks again at once; the metadata's retry backoff spaces the requests.
+
+    # -- transactions (Java's KafkaProducer methods of the same names) ----------------------
+
+    def _transaction_manager(self) -> TransactionManager:
+        if self._transactions is None:
+            raise IllegalStateError("Transactional method invoked on a non-transactional producer.")
+        if self._closed:
+            raise IllegalStateError("Cannot perform operation after producer has been closed")
+        return self._transactions
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Get this transactional.id's producer id and epoch, fencing any older instance and
+        completing its open transaction; call once, before the first begin_transaction().
+        Waits up to `timeout` s (max.block.ms by default); a timed-out call may be repeated."""
+        result = self._transaction_manager().initialize_transactions()
+        self._sender.wakeup()
+        result.wait(self._max_block if timeout is None else timeout)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: the sends until commit or abort belong to it."""
+        self._transaction_manager().begin_transaction()
+
+    def send_offsets_to_transaction(self, offsets: Mapping, group_metadata: Any,
+                                    timeout: float | None = None) -> None:
+        """Commit a consumer group's offsets as part of the transaction (visible only if it commits).
+
+        `offsets` maps TopicPartition (or (topic, partition)) to the next offset to read, an
+        int or an OffsetAndMetadata; `group_metadata` is the consumer's group_metadata()
+        (or, as Java's deprecated overload, the group id)."""
+        tm = self._transaction_manager()
+        group_metadata = _group_metadata(group_metadata)
+        result = tm.send_offsets_to_transaction(_txn_offsets(offsets), group_metadata)
+        self._sender.wakeup()
+        result.wait(self._max_block if timeout is None else timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit: every record sent since begin_transaction becomes visible to
+        read_committed consumers, with the offsets given to send_offsets_to_transaction.
+        Raises the transaction's error if it cannot commit (then abort_transaction, or close
+        if the error is fatal, such as ProducerFencedError)."""
+        result = self._transaction_manager().begin_commit()
+        self._sender.wakeup()
+        result.wait(self._max_block if timeout is None else timeout)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort: unsent records fail with TransactionAbortedError, sent ones stay hidden from
+        read_committed consumers, and the group offsets sent in this transaction are dropped."""
+        result = self._transaction_manager().begin_abort()
+        self._sender.wakeup()
+        result.wait(self._max_block if timeout is None else timeout)
 
     # -- the rest of the API ---------------------------------------------------------------
 

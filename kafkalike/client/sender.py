@@ -14,6 +14,15 @@ With max.in.flight.requests.per.connection=1 a partition is muted while its batc
 flight, so retries cannot reorder records. An idempotent producer (enable.idempotence)
 first gets a producer id with InitProducerId, then numbers its batches (idempotence.py):
 up to five per partition in flight, retried in sequence order, deduplicated by the broker.
+
+A transactional producer (transactional.id) gets its producer id from the transaction
+coordinator instead, through its TransactionManager (transaction_manager.py): each loop
+first sends the manager's next request (FindCoordinator, InitProducerId, AddPartitionsToTxn,
+AddOffsetsToTxn, TxnOffsetCommit, EndTxn), one at a time and ahead of produce data, as
+Java's Sender does; a partition's batches are drained only once it is in the transaction;
+while a commit or abort waits every batch is sendable at once; an aborted transaction's
+unsent batches fail with TransactionAbortedError; a failed batch makes the transaction
+abortable (or fatal when fenced) instead of bumping the epoch locally.
 """
 from __future__ import annotations
 
@@ -26,10 +35,12 @@ from kafkalike.client.errors import (
     INVALID_METADATA_CODES,
     KafkaError,
     KafkaTimeoutError,
+    TransactionAbortedError,
     UnsupportedFeatureError,
     error_for_code,
 )
 from kafkalike.client.idempotence import IdempotenceManager
+from kafkalike.client.transaction_manager import TransactionManager
 from kafkalike.client.metadata import Metadata, TopicPartition
 from kafkalike.client.network import MetadataUpdater, NetworkClient
 from kafkalike.protocol.errors import ErrorCode
@@ -47,7 +58,8 @@ class Sender(threading.Thread):
     def __init__(self, client: NetworkClient, metadata: Metadata, accumulator: RecordAccumulator, *,
                  acks: int, retries: int, request_timeout_ms: int, max_request_size: int,
                  guarantee_order: bool, log_prefix: str = "", name: str = "kafka-producer-network-thread",
-                 idempotence: IdempotenceManager | None = None) -> None:
+                 idempotence: IdempotenceManager | None = None,
+                 transactions: TransactionManager | None = None) -> None:
         super().__init__(name=name, daemon=True)
         self.client = client
         self.metadata = metadata
@@ -64,6 +76,8 @@ class Sender(threading.Thread):
         self.metadata_updater = MetadataUpdater(client, metadata, log_prefix=log_prefix)
         self.idempotence = idempotence
         accumulator.idempotence = idempotence
+        self.transactions = transactions
+        accumulator.transactions = transactions
         self._init_pid_in_flight = False
         self._init_pid_retry_at = 0.0
 
@@ -72,9 +86,13 @@ class Sender(threading.Thread):
     def run(self) -> None:
         while self._running:
             self._run_once_safely()
+        transactions = self.transactions
+        if transactions is not None and not self._force_close:
+            transactions.close_abort_needed()
         # Closing: send what is queued and wait for the answers, unless forced.
         while not self._force_close and (self.accumulator.has_undrained() or self.client.in_flight_count() > 0
-                                         or self._in_flight):
+                                         or self._in_flight
+                                         or (transactions is not None and transactions.has_pending_requests())):
             self._run_once_safely()
         if self._force_close:
             self.accumulator.abort_incomplete(KafkaError("Producer is closed forcefully."))
@@ -106,10 +124,68 @@ class Sender(threading.Thread):
     def run_once(self) -> None:
         now = time.monotonic()
         metadata_wait = self.metadata_updater.maybe_update(now)
-        if self.idempotence is not None and self.idempotence.needs_producer_id():
+        transactions = self.transactions
+        if transactions is not None:
+            if transactions.has_fatal_error():
+                # Nothing more is sent; what is still queued fails with the reason.
+                self.accumulator.abort_undrained(transactions.last_error or KafkaError("fatal error"))
+                self.client.poll(min(metadata_wait, _MAX_POLL))
+                return
+            wait = self._maybe_send_transactional_request(now)
+            if wait is not None:
+                self.client.poll(min(wait, metadata_wait, _MAX_POLL))
+                return
+            metadata_wait = min(metadata_wait, transactions.next_retry_delay(now))
+        elif self.idempotence is not None and self.idempotence.needs_producer_id():
             metadata_wait = min(metadata_wait, self._maybe_init_producer_id(now))
         poll_timeout = min(self._send_produce_data(now), metadata_wait, _MAX_POLL)
         self.client.poll(poll_timeout)
+
+    def _maybe_send_transactional_request(self, now: float) -> float | None:
+        """Send the transaction manager's next request; a poll timeout if produce data must wait
+        this loop (a transactional request is in flight or just went out), else None."""
+        tm = self.transactions
+        if tm.in_flight is not None:
+            return self.client.request_timeout
+        accumulator = self.accumulator
+        if tm.has_abortable_error() or tm.is_aborting():
+            if accumulator.has_incomplete():
+                accumulator.abort_undrained(tm.last_error or TransactionAbortedError(
+                    "Failing batch since transaction was aborted"))
+        accumulator.completing = tm.is_completing()
+        for _ in range(3):  # a coordinator lookup, then the request that needed it
+            handler = tm.next_request(accumulator.has_incomplete(), now)
+            if handler is None:
+                return None
+            if handler.coordinator is None:
+                node = self.client.least_loaded_node(now)
+            else:
+                node = tm.coordinator_for(handler)
+                if node is not None and not self.client.knows(node):
+                    self.metadata.request_update()  # a coordinator newer than our metadata
+                    tm.put_back(handler)
+                    return self.accumulator.retry_backoff
+            if node is None:
+                tm.put_back(handler)
+                if handler.coordinator is None:
+                    return self.client.reconnect_backoff
+                continue  # its coordinator lookup is first in the queue now
+            if not self.client.ready(node, now):
+                tm.put_back(handler)
+                return min(self.client.connection_delay(node, now), self.accumulator.retry_backoff)
+            try:
+                request = handler.build()
+                version = self.client.version_for(node, request.API_KEY)
+            except UnsupportedFeatureError as error:
+                tm.fatal_error(handler, error)
+                return None
+            tm.in_flight = handler
+            log.debug("%sSending transactional request %s to node %s", self.log_prefix, type(request).__name__,
+                      node)
+            self.client.send(node, request, lambda response, error, h=handler: tm.on_response(h, response, error),
+                             now, version=version)
+            return self.client.request_timeout
+        return 0.0
 
     def _maybe_init_producer_id(self, now: float) -> float:
         """Ask the least loaded broker for a producer id (any broker hands them out)."""
@@ -198,7 +274,8 @@ class Sender(threading.Thread):
             by_topic.setdefault(batch.tp.topic, []).append(
                 ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=data))
             by_tp[(batch.tp.topic, batch.tp.partition)] = batch
-        request = ProduceRequest(transactional_id=None, acks=self.acks, timeout_ms=self.request_timeout_ms,
+        transactional_id = self.transactions.transactional_id if self.transactions is not None else None
+        request = ProduceRequest(transactional_id=transactional_id, acks=self.acks, timeout_ms=self.request_timeout_ms,
                                  topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p)
                                              for t, p in by_topic.items()])
         correlation: list[int] = []
@@ -252,8 +329,14 @@ class Sender(threading.Thread):
             # Retried, never failed, as Java's idempotent producer does: behind a batch that is
             # being retried or was renumbered, this one follows it; otherwise the broker's
             # sequence has a real gap (or it lost the producer), closed with a new epoch (KIP-360).
-            if code == ErrorCode.UNKNOWN_PRODUCER_ID or (idempotence.is_first_unacked(batch)
-                                                         and not batch.resequenced):
+            gap = code == ErrorCode.UNKNOWN_PRODUCER_ID or (idempotence.is_first_unacked(batch)
+                                                            and not batch.resequenced)
+            if gap and self.transactions is not None:
+                # A transaction cannot renumber on its own: the batch fails, the transaction
+                # becomes abortable, and its abort bumps the epoch at the coordinator.
+                self._finish(batch, -1, -1, error_for_code(code, message))
+                return
+            if gap:
                 log.warning("%s%s for %s: bumping the producer epoch and renumbering its batches from 0",
                             self.log_prefix, ErrorCode(code).name, batch.tp)
                 idempotence.restart_sequences(batch.tp, batch)
@@ -299,8 +382,12 @@ class Sender(threading.Thread):
 
     def _finish(self, batch: ProducerBatch, base_offset: int, log_append_time: int, error: Exception | None) -> None:
         self._forget(batch)
+        transactions = self.transactions
+        if transactions is not None and error is not None:
+            transactions.handle_failed_batch(error, sequenced=batch.base_sequence >= 0)
         if self.idempotence is not None:
-            self.idempotence.completed(batch, succeeded=error is None)
+            # A transactional producer's sequences start afresh with the epoch its abort gets.
+            self.idempotence.completed(batch, succeeded=error is None or transactions is not None)
         batch.done(base_offset, log_append_time, error)
         self.accumulator.deallocate(batch)
 

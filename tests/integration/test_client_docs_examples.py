@@ -49,7 +49,7 @@ def test_guide_has_the_examples_it_promises():
                      "keys-headers-and-serializers", "flush-and-close", "a-poll-loop-with-manual-commits",
                      "a-rebalance-listener-that-commits-on-revoke", "assign-mode-read-partitions-yourself",
                      "seeking-to-an-offset-to-the-beginning-by-time", "topics-and-their-configs", "consumer-groups",
-                     "errors-which-to-retry"):
+                     "errors-which-to-retry", "commit-or-abort", "consume-transform-produce"):
         assert expected in headings, expected
     for heading, code in BLOCKS:
         assert DOC_BOOTSTRAP in code, f"example under {heading!r} does not use {DOC_BOOTSTRAP}"

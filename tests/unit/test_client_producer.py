@@ -23,9 +23,9 @@ from kafkalike.client.errors import (
     RecordTooLargeError,
     SerializationError,
     TopicAuthorizationError,
-    UnsupportedFeatureError,
 )
 from kafkalike.client.producer import KafkaProducer, ProducerRecord
+from kafkalike.client.config import producer_config
 from kafkalike.client.serializers import resolve_serializer
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.metadata import MetadataResponse
@@ -196,9 +196,14 @@ def test_idempotence_needs_acks_all_retries_and_at_most_five_in_flight():
                        "max.in.flight.requests.per.connection": 6})
 
 
-def test_transactions_say_they_are_not_supported_yet():
-    with pytest.raises(UnsupportedFeatureError, match="transactional.id is not supported yet"):
-        KafkaProducer({"bootstrap.servers": "127.0.0.1:9", "transactional.id": "tx"})
+def test_transactional_id_forces_idempotence_and_acks_all_as_java():
+    config = producer_config({"bootstrap.servers": "127.0.0.1:9", "transactional.id": "tx"})
+    assert config["enable.idempotence"] is True and config["acks"] == "-1"
+    assert config["transaction.timeout.ms"] == 60000
+    with pytest.raises(ConfigError, match="Cannot set a transactional.id without also enabling idempotence."):
+        producer_config({"bootstrap.servers": "127.0.0.1:9", "transactional.id": "tx", "enable.idempotence": False})
+    with pytest.raises(ConfigError, match="Must set acks to all in order to use the idempotent producer"):
+        producer_config({"bootstrap.servers": "127.0.0.1:9", "transactional.id": "tx", "acks": "1"})
 
 
 # -- serializers ----------------------------------------------------------------------------------------
