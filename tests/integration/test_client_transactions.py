@@ -135,6 +135,19 @@ def test_records_not_yet_sent_fail_when_the_transaction_aborts(broker):
     assert read_confluent(broker.bootstrap, topic, "read_uncommitted", 1) == [b"kept"]
 
 
+def test_close_aborts_an_open_transaction(broker):
+    topic = new_topic(broker.bootstrap, partitions=1)
+    producer = txn_producer(broker.bootstrap, f"tx-{topic}")
+    producer.begin_transaction()
+    producer.send(topic, b"left open").get(TIMEOUT_S)
+    producer.close()  # Java: "Aborting incomplete transaction due to shutdown"
+    plain = Producer({"bootstrap.servers": broker.bootstrap})
+    plain.produce(topic, b"after")
+    plain.flush(TIMEOUT_S)
+    # Left open, the transaction would hold read_committed readers back for transaction.timeout.ms.
+    assert read_confluent(broker.bootstrap, topic, "read_committed", 1, timeout_s=10) == [b"after"]
+
+
 def test_a_second_instance_with_the_same_transactional_id_fences_the_first(broker):
     topic = new_topic(broker.bootstrap)
     transactional_id = f"tx-{topic}"
