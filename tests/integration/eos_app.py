@@ -4,8 +4,9 @@
 
 Reads INPUT with a kafkalike consumer in GROUP (read_committed), writes b"out-" + value to
 OUTPUT, and commits the consumed offsets in the same transaction, one transaction per poll,
-forever. The test kills it with SIGKILL at some point and starts it again; the output must
-hold each input record exactly once. It prints "committed N" after each transaction.
+forever. It prints "open N" once a transaction's records are in the output's log, and
+"committed N" after each commit. The test kills it with SIGKILL inside a transaction and
+starts it again; the committed output must hold each input record exactly once.
 """
 from __future__ import annotations
 
@@ -33,9 +34,11 @@ def main(bootstrap: str, source: str, sink: str, group: str, transactional_id: s
         producer.begin_transaction()
         for record in records:
             producer.send(sink, b"out-" + record.value, key=record.key)
+        producer.flush()  # the records are in the output's log now, not yet committed
+        print(f"open {total + len(records)}", flush=True)
+        time.sleep(0.05)  # a window for the test's kill -9 inside the transaction
         positions = {tp: OffsetAndMetadata(consumer.position(tp)) for tp in consumer.assignment()}
         producer.send_offsets_to_transaction(positions, consumer.group_metadata())
-        time.sleep(0.05)  # a window for the test's kill -9 inside the transaction
         producer.commit_transaction()
         total += len(records)
         print(f"committed {total}", flush=True)

@@ -259,7 +259,7 @@ def start_app(bootstrap: str, source: str, sink: str, group: str, transactional_
 
 
 def wait_for_line(process: subprocess.Popen, prefix: str, at_least: int, timeout_s: float) -> int:
-    """Read the app's 'committed N' lines until N >= at_least; returns N."""
+    """Read the app's lines until one is '<prefix> N' with N >= at_least; returns N."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         line = process.stdout.readline().decode()
@@ -282,8 +282,8 @@ def test_consume_transform_produce_is_exactly_once_across_a_kill_9_of_the_app(br
     app = start_app(broker.bootstrap, source, sink, group, transactional_id)
     try:
         wait_for_line(app, "committed", 100, 60)
-        time.sleep(0.02)
-        os.killpg(app.pid, signal.SIGKILL)  # most likely inside a transaction
+        wait_for_line(app, "open", 0, 30)
+        os.killpg(app.pid, signal.SIGKILL)  # inside a transaction whose records are in the log
         app.wait(10)
         app = start_app(broker.bootstrap, source, sink, group, transactional_id)
         output = read_confluent(broker.bootstrap, sink, "read_committed", count, timeout_s=60)
@@ -296,3 +296,5 @@ def test_consume_transform_produce_is_exactly_once_across_a_kill_9_of_the_app(br
     expected = sorted(f"out-{i:04d}".encode() for i in range(count))
     assert len(output) == count, f"{len(output)} committed output records for {count} inputs"
     assert sorted(output) == expected  # each input exactly once: nothing lost, nothing twice
+    # The killed transaction's records are in the log (read_uncommitted sees them), aborted.
+    assert len(read_confluent(broker.bootstrap, sink, "read_uncommitted", count + 1, timeout_s=10)) > count
