@@ -6,6 +6,14 @@ that arrive while a request is outstanding wait in a queue, and the transport is
 paused when that queue grows, so a fast producer cannot make the broker buffer
 without bound.
 
+One exception, for throughput with acks=all: once a produce has been appended and only
+waits for the high watermark (its Deferred carries `appended`, set by the ReplicaManager),
+the next request is handled at once if it is a produce too, up to MAX_PIPELINED of them.
+Appends still happen one at a time in request order on the reactor, and responses are
+written in request order, so what a client sees is what Kafka's muting gives it; any
+other request waits until every earlier one is answered (docs/architecture.md).
+Sockets are TCP_NODELAY, as Kafka's are: small responses are not held back by Nagle.
+
 Security (docs/security.md): on an SSL listener the transport is Twisted's TLS protocol
 and the principal comes from the client's certificate once the handshake completes; on a
 SASL listener the connection carries a `SaslServerAuthenticator` that admits only
@@ -38,11 +46,31 @@ log = logging.getLogger("kafka.network.Processor")
 API_VERSIONS = 18
 SASL_HANDSHAKE = 17
 QUEUE_PAUSE = 16
+# Produces of one connection appended while earlier ones wait for replication.
+MAX_PIPELINED = 32
+_PRODUCE_KEY = b"\x00\x00"
 ANONYMOUS = "User:ANONYMOUS"
 # Before a SASL login a frame may be at most this large (Kafka's default
 # sasl.server.max.receive.size): an unauthenticated client cannot make the broker
 # allocate socket.request.max.bytes per connection.
 SASL_MAX_RECEIVE = 524288
+
+
+class _InFlight:
+    """One request handled and not yet answered, with its times (Kafka's request metrics)."""
+
+    __slots__ = ("ctx", "version", "received", "started", "handled", "follower", "parked", "ready",
+                 "response", "ready_at")
+
+    def __init__(self, received: float):
+        self.received = received
+        self.started = self.handled = self.ready_at = 0.0
+        self.ctx: RequestContext | None = None
+        self.version = 0
+        self.follower = False
+        self.parked = False       # appended; only waits for the high watermark
+        self.ready = False
+        self.response = None
 
 
 @implementer(IHandshakeListener)
@@ -60,11 +88,11 @@ class KafkaConnection(SizePrefixedReceiver):
         self.connections = connections
         self._max_request_size = max_request_size
         self._queue: deque = deque()
-        self._busy = False
+        self._inflight: deque[_InFlight] = deque()   # handled, answered in this order
+        self._dispatching = False
         self._paused = False
+        self._muted = 0           # throttles in force (client quotas, KIP-219)
         self.peer = "?"
-        self._received = self._started = self._handled = 0.0   # the current request's times
-        self._follower = False
 
     @property
     def MAX_LENGTH(self) -> int:  # noqa: N802 (the framing's name)
@@ -74,6 +102,14 @@ class KafkaConnection(SizePrefixedReceiver):
         return self._max_request_size
 
     def connectionMade(self) -> None:
+        transport = self.transport
+        while transport is not None and not hasattr(transport, "setTcpNoDelay"):
+            transport = getattr(transport, "transport", None)     # under TLS: the TCP transport below
+        if transport is not None:
+            try:
+                transport.setTcpNoDelay(True)
+            except OSError:
+                pass
         peer = self.transport.getPeer()
         self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
         self.connections.add(self)
@@ -118,6 +154,7 @@ class KafkaConnection(SizePrefixedReceiver):
     def connectionLost(self, reason=protocol.connectionDone) -> None:
         self.connections.discard(self)
         self._queue.clear()
+        self._inflight.clear()
 
     def lengthLimitExceeded(self, length: int) -> None:
         limit = "socket.request.max.bytes"
@@ -134,70 +171,134 @@ class KafkaConnection(SizePrefixedReceiver):
         if len(self._queue) >= QUEUE_PAUSE and not self._paused:
             self._paused = True
             self.transport.pauseProducing()
-        if not self._busy:
-            self._next()
+        self._next()
 
     # -- dispatch ----------------------------------------------------------------------
 
-    def _next(self) -> None:
-        while self._queue and not self._busy:
-            frame, self._received = self._queue.popleft()
-            if self._paused and len(self._queue) < QUEUE_PAUSE // 2:
-                self._paused = False
-                self.transport.resumeProducing()
-            self._busy = True
-            d = self._dispatch(frame)
-            if d is None:
-                self._busy = False
-                continue
-            d.addBoth(self._done)
+    def _may_start(self, frame: bytes) -> bool:
+        """The next frame is handled when nothing is outstanding, or when it is a produce
+        and everything outstanding is appended already (waiting for replication, or
+        answered and queued behind such a wait)."""
+        if self._muted:
+            return False
+        inflight = self._inflight
+        if not inflight:
+            return True
+        if len(inflight) >= MAX_PIPELINED or frame[:2] != _PRODUCE_KEY:
+            return False
+        auth = self.authenticator
+        if auth is not None and not auth.complete:
+            return False
+        return all(slot.parked or slot.ready for slot in inflight)
 
-    def _done(self, _result) -> None:
-        self._busy = False
-        if self.transport is not None and not self.transport.disconnecting:
+    def _next(self) -> None:
+        if self._dispatching:
+            return          # a request answered synchronously from inside the loop below
+        self._dispatching = True
+        try:
+            while self._queue and self.transport is not None and not self.transport.disconnecting \
+                    and self._may_start(self._queue[0][0]):
+                frame, received = self._queue.popleft()
+                if self._paused and len(self._queue) < QUEUE_PAUSE // 2:
+                    self._paused = False
+                    self.transport.resumeProducing()
+                slot = _InFlight(received)
+                self._inflight.append(slot)
+                self._dispatch(frame, slot)
+        finally:
+            self._dispatching = False
+
+    def _complete(self, response, slot: _InFlight) -> None:
+        """A request's answer is ready: write every answer at the head of the line."""
+        slot.ready_at = time.monotonic()
+        slot.response = response
+        slot.ready = True
+        inflight = self._inflight
+        while inflight and inflight[0].ready:
+            self._write(inflight.popleft())
+        if not self._dispatching and self._queue:
             self._next()
 
-    def _dispatch(self, frame: bytes):
-        """Handle one frame; returns a Deferred when the answer is not ready yet."""
-        self._started = time.monotonic()
+    def _write(self, slot: _InFlight) -> None:
+        ctx, response = slot.ctx, slot.response
+        if ctx is None:
+            return          # closed, or answered by its own path (raw SASL tokens)
+        quotas = self.services.quotas
+        throttle_ms = 0 if quotas is None else quotas.on_response(ctx, response, slot.handled - slot.started,
+                                                                  slot.follower)
+        if response is None or self.transport is None:
+            self._record(slot, slot.ready_at)
+            self._mute(throttle_ms)
+            return  # acks=0 produce: Kafka sends nothing back
+        chunks = encode_response(ctx.api_key, slot.version, ctx.correlation_id, response)
+        self.transport.writeSequence(size_prefixed(chunks))
+        self._record(slot, time.monotonic())
+        self._mute(throttle_ms)
+
+    def _mute(self, throttle_ms: int) -> None:
+        """KIP-219: the throttled answer is out, and nothing more of this connection is read
+        or handled for the throttle time (Kafka mutes the channel)."""
+        if throttle_ms <= 0 or self.transport is None:
+            return
+        self._muted += 1
+        self.transport.pauseProducing()
+        if self._reactor is None:
+            from twisted.internet import reactor as default_reactor
+            self._reactor = default_reactor
+        self._reactor.callLater(throttle_ms / 1000.0, self._unmute)
+
+    def _unmute(self) -> None:
+        self._muted -= 1
+        if self._muted or self.transport is None or self.transport.disconnecting:
+            return
+        if not self._paused:
+            self.transport.resumeProducing()
+        self._next()
+
+    def _dispatch(self, frame: bytes, slot: _InFlight) -> None:
+        """Handle one frame; `slot` is completed now or when the answer is ready."""
+        slot.started = time.monotonic()
         auth = self.authenticator
         if auth is not None and auth.raw_tokens and not auth.complete:
-            return self._raw_token(auth, frame)
+            self._raw_token(auth, frame).addBoth(self._complete, slot)
+            return
         try:
             header, reader = decode_request_header(frame)
         except ProtocolDecodeError as exc:
             log.warning("Closing connection from %s: unreadable request header (%s)", self.peer, exc)
             self.transport.abortConnection()
-            return None
+            return self._complete(None, slot)
         api_key, version = header.request_api_key, header.request_api_version
         reg = HANDLERS.get(api_key)
         if reg is None:
             log.warning("Closing connection from %s: unknown api key %d", self.peer, api_key)
             self.transport.abortConnection()
-            return None
+            return self._complete(None, slot)
         if auth is not None and not self._sasl_admits(auth, api_key, reg.spec.name,
                                                       reg.min_version <= version <= reg.max_version):
-            return None
+            return self._complete(None, slot)
         ctx = RequestContext(api_key, version, header.correlation_id, header.client_id,
                              self.peer.rsplit(":", 1)[0], self.services, self)
+        ctx.request_size = len(frame)
         if not reg.min_version <= version <= reg.max_version:
             if api_key == API_VERSIONS:
-                return self._send_result(ctx, reg.handle(ctx, None), 0)
+                return self._send_result(slot, ctx, reg.handle(ctx, None), 0)
             if not reg.spec.request.SCHEMA.valid_range[0] <= version <= reg.spec.request.SCHEMA.valid_range[1]:
                 log.warning("Closing connection from %s: %s v%d is not a known version",
                             self.peer, reg.spec.name, version)
                 self.transport.abortConnection()
-                return None
+                return self._complete(None, slot)
         try:
             request = reg.spec.request.read_from(reader, version)
-            self._follower = getattr(request, "replica_id", -1) >= 0   # FetchFollower, not FetchConsumer
+            slot.follower = getattr(request, "replica_id", -1) >= 0   # FetchFollower, not FetchConsumer
         except ProtocolDecodeError as exc:
             log.warning("Closing connection from %s: malformed %s v%d request (%s)",
                         self.peer, reg.spec.name, version, exc)
             self.transport.abortConnection()
-            return None
+            return self._complete(None, slot)
         if not reg.min_version <= version <= reg.max_version:
-            return self._send_result(ctx, reg.error_response(request, version, ErrorCode.UNSUPPORTED_VERSION), version)
+            return self._send_result(slot, ctx, reg.error_response(request, version, ErrorCode.UNSUPPORTED_VERSION),
+                                     version)
         try:
             result = reg.handle(ctx, request)
         except Exception:
@@ -205,8 +306,9 @@ class KafkaConnection(SizePrefixedReceiver):
             result = reg.error_response(request, version, ErrorCode.UNKNOWN_SERVER_ERROR)
         if isinstance(result, defer.Deferred):
             # A handler that fails later is answered like one that raised at once.
+            slot.parked = getattr(result, "appended", False)
             result.addErrback(self._handler_failed, ctx, reg, request, version)
-        return self._send_result(ctx, result, version)
+        return self._send_result(slot, ctx, result, version)
 
     def _sasl_admits(self, auth: SaslServerAuthenticator, api_key: int, name: str, supported: bool) -> bool:
         if auth.complete:
@@ -243,29 +345,20 @@ class KafkaConnection(SizePrefixedReceiver):
                   failure.getTraceback())
         return reg.error_response(request, version, ErrorCode.UNKNOWN_SERVER_ERROR)
 
-    def _send_result(self, ctx: RequestContext, result, version: int):
-        self._handled = time.monotonic()
+    def _send_result(self, slot: _InFlight, ctx: RequestContext, result, version: int) -> None:
+        slot.handled = time.monotonic()
+        slot.ctx, slot.version = ctx, version
         if isinstance(result, defer.Deferred):
-            result.addCallback(self._send, ctx, version)
+            result.addCallback(self._complete, slot)
             result.addErrback(self._failed, ctx)
-            return result
-        self._send(result, ctx, version)
-        return None
+            return
+        self._complete(result, slot)
 
-    def _send(self, response, ctx: RequestContext, version: int) -> None:
-        ready = time.monotonic()
-        if response is None or self.transport is None:
-            self._record(ctx, version, ready, ready)
-            return  # acks=0 produce: Kafka sends nothing back
-        chunks = encode_response(ctx.api_key, version, ctx.correlation_id, response)
-        self.transport.writeSequence(size_prefixed(chunks))
-        self._record(ctx, version, ready, time.monotonic())
-
-    def _record(self, ctx: RequestContext, version: int, ready: float, sent: float) -> None:
-        """Kafka's request metrics; requests on a connection are handled one at a time,
-        so the times kept on the connection are this request's."""
-        self.services.request_metrics.record(ctx.api_key, version, ctx.api_key == 1 and self._follower,
-                                             self._received, self._started, self._handled, ready, sent)
+    def _record(self, slot: _InFlight, sent: float) -> None:
+        """Kafka's request metrics, from the times kept with each request."""
+        ctx = slot.ctx
+        self.services.request_metrics.record(ctx.api_key, slot.version, ctx.api_key == 1 and slot.follower,
+                                             slot.received, slot.started, slot.handled, slot.ready_at, sent)
 
     def _failed(self, failure, ctx: RequestContext) -> None:
         log.error("Error answering api key %d from %s: %s", ctx.api_key, self.peer,

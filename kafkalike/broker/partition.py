@@ -23,6 +23,10 @@ class FollowerState:
     last_caught_up_ms: int = 0
     last_fetch_ms: int = 0
     last_fetch_leader_leo: int = -1
+    # The high watermark our last answer to its fetch carried: when ours moves past it, a
+    # fetch of its that waits is answered at once, so followers learn it without waiting
+    # for more data (their consumers, KIP-392, and their checkpoint follow the leader's).
+    high_watermark_sent: int = -1
 
 
 @dataclass
@@ -134,6 +138,16 @@ class Partition:
         state.last_fetch_ms = now_ms
         state.last_fetch_leader_leo = leo
         return self.maybe_increment_high_watermark()
+
+    def high_watermark_news(self, replica_id: int) -> bool:
+        """Whether the high watermark moved since our last answer to this follower."""
+        state = self.followers.get(replica_id)
+        return state is not None and self.high_watermark > state.high_watermark_sent
+
+    def note_high_watermark_sent(self, replica_id: int) -> None:
+        state = self.followers.get(replica_id)
+        if state is not None:
+            state.high_watermark_sent = self.high_watermark
 
     def maybe_increment_high_watermark(self) -> bool:
         if not self.is_leader:

@@ -83,6 +83,7 @@ class ReplicaFetcher:
                         self.conn = await outbound.connect(self.host, self.port, f"broker-{self.server.broker_id}-fetcher-0",
                                                            reactor, timeout=5)
                         self.conn.closed.addCallback(self._closed, self.conn)
+                        _no_delay(self.conn)
                     sent = {tp: s for tp, s in self.partitions.items() if not self._held_back(tp, s)}
                     if not sent:      # every partition waits for the throttle (Kafka backs off too)
                         await task.deferLater(reactor, self.backoff_s, lambda: None)
@@ -192,6 +193,19 @@ class ReplicaFetcher:
         elif leader_end >= 0 and state.fetch_offset > leader_end:
             log_.truncate_to(leader_end)
         state.fetch_offset = log_.log_end_offset
+
+
+def _no_delay(conn) -> None:
+    """TCP_NODELAY, as Kafka's fetcher sockets: a fetch is written whole, and Nagle would
+    hold it while the previous segment waits for a delayed ACK."""
+    transport = getattr(conn, "transport", None)
+    while transport is not None and not hasattr(transport, "setTcpNoDelay"):
+        transport = getattr(transport, "transport", None)     # under TLS: the TCP transport below
+    if transport is not None:
+        try:
+            transport.setTcpNoDelay(True)
+        except OSError:
+            pass
 
 
 class ReplicaFetcherManager:

@@ -161,6 +161,8 @@ class DelayedFetch(DelayedOperation):
             end = part.fetch_upper_bound(self.params.replica_id, self.params.isolation_level)
             if spec.fetch_offset > end:
                 return self.force_complete()     # truncated under us: answer (with error)
+            if self.params.replica_id >= 0 and part.is_leader and part.high_watermark_news(self.params.replica_id):
+                return self.force_complete()     # a follower learns the high watermark at once
             if self.manager.leader_throttled(part, self.params.replica_id):
                 continue                          # its bytes would not be sent: they do not count
             available += self.manager.bytes_between(part, spec.fetch_offset, end)
@@ -269,7 +271,11 @@ class ReplicaManager:
         if acks != -1 or not any(r.error == ErrorCode.NONE for r in results.values()):
             return results
         op = DelayedProduce(self, timeout_ms, results)
-        return self.produce_purgatory.try_complete_else_watch(op, list(results))
+        d = self.produce_purgatory.try_complete_else_watch(op, list(results))
+        # The records are in the log; the answer only waits for the high watermark. The
+        # listener may then take the connection's next produce (kafkalike.broker.network).
+        d.appended = True
+        return d
 
     # -- fetch --------------------------------------------------------------------------
 
@@ -311,6 +317,7 @@ class ReplicaManager:
             if part.update_follower_position(params.replica_id, spec.fetch_offset, now):
                 self.on_high_watermark_moved(tp)
                 result.high_watermark = part.high_watermark
+                part.note_high_watermark_sent(params.replica_id)
             candidates = part.expansion_candidates()
             if candidates and self.alter_isr is not None:
                 self.alter_isr.submit(part, part.isr + candidates)
@@ -378,6 +385,8 @@ class ReplicaManager:
                                if data else [])
                 results[tp] = FetchResult(ErrorCode.NONE, part.high_watermark, log_.log_start_offset, data,
                                           log_.log_end_offset, None, log_.last_stable_offset, aborted)
+                if params.replica_id >= 0 and part.is_leader:
+                    part.note_high_watermark_sent(params.replica_id)
             except Exception as exc:
                 code = error_for(exc)
                 if code == ErrorCode.UNKNOWN_SERVER_ERROR:

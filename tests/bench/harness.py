@@ -394,9 +394,11 @@ def _cpu(pids: Sequence[int]) -> list[float]:
 
 
 def produce_confluent(bootstrap: str, topic: str, records: int, value: bytes, *, acks: str | int,
-                      batch_size: int, linger_ms: int, broker_pids: Sequence[int] = ()) -> Timed:
-    """confluent-kafka's Producer.produce() in a Python loop to partition 0, timed from the
-    first call until flush() returns (one untimed warm-up record first)."""
+                      batch_size: int, linger_ms: int, broker_pids: Sequence[int] = (),
+                      partition: int | None = 0) -> Timed:
+    """confluent-kafka's Producer.produce() in a Python loop to partition 0 (or, with
+    partition=None, to the partitioner's choice: keyless records spread at random), timed
+    from the first call until flush() returns (one untimed warm-up record first)."""
     from confluent_kafka import Producer
     errors: list[str] = []
     producer = Producer({
@@ -411,7 +413,8 @@ def produce_confluent(bootstrap: str, topic: str, records: int, value: bytes, *,
         "delivery.report.only.error": True,
         "on_delivery": lambda err, msg: errors.append(str(err)),
     })
-    producer.produce(topic, b"warm-up", partition=0)  # connection and metadata, untimed
+    where = {} if partition is None else {"partition": partition}
+    producer.produce(topic, b"warm-up", **where)  # connection and metadata, untimed
     producer.flush(30)
     produce, poll = producer.produce, producer.poll
     broker0, client0 = _cpu(broker_pids), own_cpu()
@@ -419,7 +422,7 @@ def produce_confluent(bootstrap: str, topic: str, records: int, value: bytes, *,
     for _ in range(records):
         while True:
             try:
-                produce(topic, value, partition=0)
+                produce(topic, value, **where)
                 break
             except BufferError:
                 poll(0.0005)
@@ -432,10 +435,11 @@ def produce_confluent(bootstrap: str, topic: str, records: int, value: bytes, *,
 
 
 def produce_kcat(bootstrap: str, topic: str, lines: Path, *, acks: str | int, batch_size: int, linger_ms: int,
-                 broker_pids: Sequence[int] = ()) -> Timed:
+                 broker_pids: Sequence[int] = (), partition: int | None = 0) -> Timed:
     """kcat -P -l: librdkafka with no Python in the loop, the same settings, from a file of
-    values; the time includes starting kcat (about 20-50 ms)."""
-    command = ["kcat", "-P", "-t", topic, "-p", "0", "-b", bootstrap,
+    values (to partition 0, or with partition=None spread by the partitioner); the time
+    includes starting kcat (about 20-50 ms)."""
+    command = ["kcat", "-P", "-t", topic, "-p", str(-1 if partition is None else partition), "-b", bootstrap,
                "-X", f"batch.size={batch_size}", "-X", f"linger.ms={linger_ms}",
                "-X", f"acks={acks}", "-X", "compression.codec=none", "-X", "enable.idempotence=false",
                "-X", "queue.buffering.max.messages=1000000", "-X", "queue.buffering.max.kbytes=1048576",

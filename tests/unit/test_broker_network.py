@@ -144,3 +144,61 @@ def test_a_handler_failing_later_is_answered_with_unknown_server_error():
         assert not transport.disconnecting
     finally:
         HANDLERS[3] = saved
+
+
+def test_produces_after_an_appended_one_are_handled_at_once_and_answered_in_order():
+    """An acks=all produce that waits for replication (its Deferred says `appended`) lets
+    the connection's next produces be appended; a request of another kind waits for all of
+    them; answers keep request order."""
+    from kafkalike.protocol.messages.produce import ProduceRequest, ProduceResponse
+    handled = []
+    waits = {}
+
+    def produce(ctx, req):
+        handled.append(ctx.correlation_id)
+        if ctx.correlation_id == 2:
+            return ProduceResponse(responses=[])        # answered at once, behind 1
+        d = waits[ctx.correlation_id] = defer.Deferred()
+        d.appended = True
+        return d
+
+    saved = HANDLERS[0]
+    HANDLERS[0] = Registration(APIS[0], 0, 9, produce, lambda r, v, c: ProduceResponse())
+    try:
+        conn, transport = connect()
+        body = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[])
+        for corr in (1, 2, 3):
+            conn.dataReceived(frame(0, 8, corr, body))
+        conn.dataReceived(frame(18, 3, 4, ApiVersionsRequest(client_software_name="a", client_software_version="1")))
+        assert handled == [1, 2, 3] and transport.value() == b""
+        waits[3].callback(ProduceResponse(responses=[]))
+        assert transport.value() == b""                    # 3 is ready, but 1 is not
+        waits[1].callback(ProduceResponse(responses=[]))
+        answers = responses(transport, (0, 8), (0, 8), (0, 8), (18, 3))
+        assert [corr for corr, _ in answers] == [1, 2, 3, 4]
+    finally:
+        HANDLERS[0] = saved
+
+
+def test_a_request_after_a_produce_that_is_not_appended_yet_waits():
+    """A handler still working before its append (no `appended` mark) holds the next produce."""
+    from kafkalike.protocol.messages.produce import ProduceRequest, ProduceResponse
+    handled = []
+    pending = defer.Deferred()
+
+    def produce(ctx, req):
+        handled.append(ctx.correlation_id)
+        return pending if ctx.correlation_id == 1 else ProduceResponse(responses=[])
+
+    saved = HANDLERS[0]
+    HANDLERS[0] = Registration(APIS[0], 0, 9, produce, lambda r, v, c: ProduceResponse())
+    try:
+        conn, transport = connect()
+        body = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[])
+        conn.dataReceived(frame(0, 8, 1, body) + frame(0, 8, 2, body))
+        assert handled == [1]
+        pending.callback(ProduceResponse(responses=[]))
+        assert handled == [1, 2]
+        assert [corr for corr, _ in responses(transport, (0, 8), (0, 8))] == [1, 2]
+    finally:
+        HANDLERS[0] = saved

@@ -1,0 +1,214 @@
+"""End-to-end latency, producer send to consumer receive, with replication factor 3.
+
+    python tests/bench/bench_latency.py [--mb-per-s 10] [--record-size 1000] [--seconds 10]
+                                        [--acks all] [--reps 3] [--dir /dev/shm] [--compare-with DIR]
+
+It starts its own ZooKeeper and 3 brokers (kafkalike.lab, log dirs under --dir, memory by
+default) and removes everything afterwards. One topic of one partition, replicas
+[0, 1, 2] led by broker 0, min.insync.replicas=2, its ISR full before the run.
+
+A consumer process (confluent-kafka, read_uncommitted, assigned at the log end) and a
+producer (confluent-kafka in this process, linger.ms 0, --acks) run on the same machine.
+The producer paces its records to --mb-per-s and writes CLOCK_MONOTONIC (shared by every
+process of the machine) into each record's first 8 bytes just before produce(); the
+consumer subtracts it from its own clock when poll() hands the record over. So a
+latency is the producer client's queueing, the produce request, replication (a consumer
+reads only below the high watermark, which moves when both followers have the batch), the
+consumer's fetch and its client: what a user of the two clients sees. The first second of
+each run is left out (connections, first metadata). Percentiles are of every record of
+a run; with --reps the table gives each rep and the median over reps.
+
+A sparse run shows how closely the high watermark follows a write (issue 13): e.g.
+`--acks 1 --mb-per-s 0.002 --record-size 100` sends 20 records a second, each after an
+idle gap, and the latency is the time until a consumer can read it.
+
+--compare-with DIR starts a second cluster running another checkout's brokers and runs
+both in the same rotation (the clients are the same).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import time
+
+try:
+    from . import harness          # collected by pytest as tests.bench.bench_latency
+except ImportError:
+    import harness                 # python tests/bench/bench_latency.py
+
+TOPIC = "latency"
+WARM_UP_S = 1.0
+STAMP = struct.Struct(">d")
+END = b"end-of-run"
+
+
+# -- the consumer process -------------------------------------------------------------------------
+
+
+def consume(bootstrap: str, topic: str) -> None:
+    """Worker mode: print "ready" once fetching at the log end, then latencies as JSON."""
+    from confluent_kafka import OFFSET_END, Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "latency-bench", "enable.auto.commit": False,
+                         "isolation.level": "read_uncommitted", "fetch.wait.max.ms": 500,
+                         "enable.partition.eof": False})
+    consumer.assign([TopicPartition(topic, 0, OFFSET_END)])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:     # the first fetch position is resolved in here
+        consumer.poll(0.05)
+        [position] = consumer.position([TopicPartition(topic, 0)])
+        if position.offset >= 0:
+            break
+    print("ready", flush=True)
+    latencies = []
+    now = time.monotonic
+    while True:
+        msg = consumer.poll(1.0)
+        if msg is None or msg.error():
+            continue
+        value = msg.value()
+        if value == END:
+            break
+        latencies.append(now() - STAMP.unpack_from(value)[0])
+    consumer.close()
+    print(json.dumps({"latencies_ms": [round(x * 1000, 4) for x in latencies]}), flush=True)
+
+
+# -- the producer (this process) ------------------------------------------------------------------
+
+
+def produce(bootstrap: str, topic: str, rate_bytes: float, record_size: int, seconds: float, acks: str) -> dict:
+    from confluent_kafka import Producer
+    errors: list[str] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0,
+                         "enable.idempotence": False, "compression.type": "none",
+                         "delivery.report.only.error": True,
+                         "on_delivery": lambda err, msg: errors.append(str(err))})
+    producer.produce(topic, STAMP.pack(0.0) + b"w" * (record_size - STAMP.size), partition=0)
+    producer.flush(30)
+    padding = b"x" * (record_size - STAMP.size)
+    per_second = rate_bytes / record_size
+    now, pack, send, poll = time.monotonic, STAMP.pack, producer.produce, producer.poll
+    start = now()
+    sent = 0
+    total = int(per_second * seconds)
+    while sent < total:
+        due = start + sent / per_second
+        t = now()
+        if t < due:
+            if due - t > 0.002:
+                time.sleep(due - t - 0.001)
+            continue
+        send(topic, pack(now()) + padding, partition=0)
+        sent += 1
+        if sent % 64 == 0:
+            poll(0)
+    elapsed = now() - start
+    producer.produce(topic, END, partition=0)
+    left = producer.flush(60)
+    if left or errors:
+        raise RuntimeError(f"produce to {topic}: {left} undelivered, errors {errors[:3]}")
+    return {"records": sent, "seconds": elapsed, "start": start}
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    index = min(len(sorted_values) - 1, max(0, int(round(q * len(sorted_values) + 0.5)) - 1))
+    return sorted_values[index]
+
+
+def one_run(cluster, args: argparse.Namespace) -> dict:
+    consumer = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--consume", cluster.bootstrap],
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        line = consumer.stdout.readline().strip()
+        if line != "ready":
+            raise RuntimeError(f"latency consumer did not start: {line!r}")
+        timed = produce(cluster.bootstrap, TOPIC, args.mb_per_s * harness.MB, args.record_size, args.seconds,
+                        args.acks)
+        out, _ = consumer.communicate(timeout=120)
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+            consumer.wait()
+    latencies = json.loads(out.strip().splitlines()[-1])["latencies_ms"]
+    # The first WARM_UP_S seconds of records (by count, at the paced rate) are left out.
+    skip = int(timed["records"] * min(WARM_UP_S / max(timed["seconds"], 1e-9), 0.5))
+    kept = sorted(latencies[skip:])
+    return {"records": timed["records"], "measured": len(kept),
+            "mb_s": timed["records"] * args.record_size / timed["seconds"] / harness.MB,
+            "p50": percentile(kept, 0.50), "p99": percentile(kept, 0.99), "p999": percentile(kept, 0.999),
+            "max": kept[-1] if kept else float("nan")}
+
+
+def run(args: argparse.Namespace) -> int:
+    sides = harness.checkouts(args)
+    with harness.Lab("latency", args.dir) as lab:
+        clusters = {}
+        for side in sides:
+            cluster = lab.cluster(f"latency-{side.label}", size=3,
+                                  overrides={"auto.leader.rebalance.enable": "false"}, checkout=side)
+            harness.create_topic(cluster.bootstrap, TOPIC, assignment=[[0, 1, 2]], leader=0, full_isr=True,
+                                 config={"min.insync.replicas": "2"})
+            clusters[side.label] = cluster
+        print(f"{time.strftime('%Y-%m-%d %H:%M')}  {harness.machine()}; "
+              f"load average {harness.load_average():.2f} at start")
+        harness.print_checkouts(sides)
+        print(f"3 brokers per checkout, log dirs under {args.dir}; 1 partition, RF=3, min.insync.replicas=2, "
+              f"acks={args.acks}, linger.ms=0; {args.mb_per_s} MB/s of {args.record_size}-byte records for "
+              f"{args.seconds} s per run, first {WARM_UP_S:.0f} s left out; {args.reps} reps, rotating")
+        results: dict[str, list[dict]] = {side.label: [] for side in sides}
+
+        def measure(label: str) -> None:
+            results[label].append(one_run(clusters[label], args))
+
+        def progress(rep: int) -> None:
+            for label, runs in results.items():
+                r = runs[-1]
+                print(f"  rep {rep + 1}/{args.reps} {label}: {r['mb_s']:.2f} MB/s, p50 {r['p50']:.2f} ms, "
+                      f"p99 {r['p99']:.2f} ms, p99.9 {r['p999']:.2f} ms, max {r['max']:.2f} ms "
+                      f"({r['measured']} records)", flush=True)
+
+        harness.interleave(args.reps, [s.label for s in sides], measure, progress)
+        print(f"\n{'side':6} {'MB/s':>7} {'p50 ms':>8} {'p99 ms':>8} {'p99.9 ms':>9} {'max ms':>8}   (medians over reps)")
+        for label, runs in results.items():
+            med = {k: harness.median(r[k] for r in runs) for k in ("mb_s", "p50", "p99", "p999", "max")}
+            print(f"{label:6} {med['mb_s']:7.2f} {med['p50']:8.2f} {med['p99']:8.2f} {med['p999']:9.2f} "
+                  f"{med['max']:8.2f}")
+        if len(sides) > 1:
+            for key, name in (("p50", "p50"), ("p99", "p99"), ("p999", "p99.9")):
+                harness.comparison(f"{name} latency, this against the base (< 1: this is faster):",
+                                   [(name, [r[key] for r in results["this"]], [r[key] for r in results["base"]])],
+                                   "ms", higher_is_better=False, fmt=".2f")
+        print(f"load average {harness.load_average():.2f} at the end (other work on the machine skews a run)")
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = harness.arg_parser(__doc__, reps=3, compare=True)
+    parser.add_argument("--mb-per-s", type=float, default=10.0, help="produce rate, MB (10^6 bytes) a second")
+    parser.add_argument("--record-size", type=int, default=1000, help="bytes of each record's value (>= 16)")
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of each run")
+    parser.add_argument("--acks", default="all")
+    harness.hidden(parser, "--consume")
+    args = parser.parse_args(argv)
+    if args.consume:
+        consume(args.consume, TOPIC)
+        return 0
+    if args.record_size < 16:
+        parser.error("--record-size must be at least 16")
+    return run(args)
+
+
+@harness.bench_test
+def test_latency_bench_short() -> None:
+    """Two seconds at 2 MB/s: the harness, both processes and the report."""
+    assert main(["--mb-per-s", "2", "--seconds", "2", "--reps", "1"]) == 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
