@@ -363,9 +363,9 @@ class KafkaProducer:
         if callback is not None or self._interceptors.items:
             callback = self._wrap_callback(callback, topic, partition)
         transactions = self._transactions
-        added = False
-        if transactions is not None and not sticky:
-            added = transactions.maybe_add_partition(TopicPartition(topic, partition))
+        # Java's maybeAddPartition, before the record is queued (a partition the sticky
+        # partitioner then leaves stays in the transaction, harmlessly, as in Java).
+        added = transactions is not None and transactions.maybe_add_partition(TopicPartition(topic, partition))
         deadline = now + self._max_block
         accumulator = self._accumulator
         future, full, new_batch = accumulator.append((topic, partition), timestamp, key_bytes, value_bytes,
@@ -377,10 +377,10 @@ class KafkaProducer:
             partition = self._partitioner.partition(topic, key, key_bytes, value, value_bytes, cluster)
             if callback is not None and partition != previous:
                 callback = self._wrap_callback(callback.user_callback, topic, partition)
+            if transactions is not None and partition != previous:
+                added = transactions.maybe_add_partition(TopicPartition(topic, partition)) or added
             future, full, new_batch = accumulator.append((topic, partition), timestamp, key_bytes, value_bytes,
                                                          headers, callback, deadline, False, now)
-        if transactions is not None and sticky:
-            added = transactions.maybe_add_partition(TopicPartition(topic, partition))
         if full or new_batch or added:  # (a new partition in a transaction: the sender adds it)
             self._wakeup()
         return future
