@@ -5,8 +5,8 @@ Quotas are dynamic configs of users, client ids, (user, client id) pairs and IPs
 and /config/ips/<ip>, names sanitized as Kafka's Sanitizer does and "<default>" for the
 default entity. Alterations rewrite the whole znode and leave a change notification,
 so kafka-configs.sh and any Kafka broker sharing the ZooKeeper see the same thing.
-The validation, the filter semantics and the error sentences are Kafka 2.8's. This
-broker stores quotas but does not enforce them.
+The validation, the filter semantics and the error sentences are Kafka 2.8's. The
+quotas are enforced by client_quotas.py.
 
 Calls take plain values and answer with plain results (an error code and Kafka's
 sentence where a request is refused); a ZooKeeper failure is raised, for the caller to

@@ -13,9 +13,8 @@ notification is processed once; the initial state was read before.
 
 Handlers by entity type: topics (the topic's overrides, for the logs this broker
 hosts) and brokers (the dynamic broker configs: the default, or this broker's own;
-another broker's are none of its business). Quotas of users, clients and ips are
-stored by the admin manager but not enforced by this broker, so their notifications
-are only consumed.
+another broker's are none of its business), users and clients (SCRAM credentials and
+client quotas, client_quotas.py). IP quotas are not enforced, so theirs are only consumed.
 """
 from __future__ import annotations
 

@@ -67,6 +67,8 @@ class BrokerMetrics:
         if stats is not None:
             self.registry.add_source(stats.readings, "ControllerStats")
         self.registry.add_source(self._groups, "GroupMetadataManager")
+        if server.quotas is not None:
+            self.registry.add_source(server.quotas.readings, "ClientQuotas")
 
     # -- the endpoint -------------------------------------------------------------------
 

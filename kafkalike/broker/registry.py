@@ -14,6 +14,7 @@ from kafkalike.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kafkalike.broker.admin_manager import AdminManager
+    from kafkalike.broker.client_quotas import ClientQuotaManager, ClientQuotas
     from kafkalike.broker.config import KafkaConfig
     from kafkalike.broker.metadata_cache import MetadataCache
     from kafkalike.broker.network import KafkaConnection
@@ -70,6 +71,8 @@ class BrokerServices:
     producer_ids: ProducerIdManager
     epochs: BrokerEpochs
     transactions: TransactionCoordinator | None = None
+    # Client quotas (client_quotas.py); None in tests that build services without them.
+    quotas: ClientQuotas | None = None
     # Kafka's RequestMetrics, which the listener records every answered request into.
     request_metrics: RequestMetrics = field(
         default_factory=lambda: RequestMetrics({key: spec.name for key, spec in APIS.items()}))
@@ -88,12 +91,22 @@ class RequestContext:
     client_host: str
     services: BrokerServices
     connection: KafkaConnection | None = None
+    # Set by quota checks (client_quotas.py): how long the listener mutes this connection
+    # after writing the answer (KIP-219), and which quota's throttle-time sensor counts it.
+    throttle_ms: int = 0
+    throttled_by: ClientQuotaManager | None = None
+    # The request's size on the wire (Produce bytes are charged by it).
+    request_size: int = 0
 
     @property
     def principal(self) -> str:
         """Who sent the request: "User:<name>" from SASL, "User:<DN>" from a TLS client
-        certificate, else "User:ANONYMOUS" (the authorizer's input)."""
-        return getattr(self.connection, "principal", "User:ANONYMOUS")
+        certificate, else "User:ANONYMOUS" (the authorizer's and the quotas' input)."""
+        connection = self.connection
+        auth = getattr(connection, "authenticator", None)
+        if auth is not None and auth.complete and auth.principal:
+            return auth.principal       # the SASL login's, kept by the listener's authenticator
+        return getattr(connection, "principal", "User:ANONYMOUS")
 
     @property
     def broker_id(self) -> int:
@@ -150,6 +163,10 @@ class RequestContext:
     @property
     def transactions(self) -> TransactionCoordinator | None:
         return self.services.transactions
+
+    @property
+    def quotas(self) -> ClientQuotas | None:
+        return self.services.quotas
 
 
 HANDLERS: dict[int, Registration] = {}

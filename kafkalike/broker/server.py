@@ -16,6 +16,7 @@ from twisted.internet.endpoints import TCP4ServerEndpoint
 
 from kafkalike.broker.admin_manager import AdminManager
 from kafkalike.broker.alter_isr import AlterIsrManager
+from kafkalike.broker.client_quotas import ClientQuotas
 from kafkalike.broker.config import ConfigError, KafkaConfig, api_version_at_least
 from kafkalike.broker.config_changes import ConfigChangeListener
 from kafkalike.broker.dynamic_config import LOG_CONFIGS, DynamicBrokerConfig
@@ -75,6 +76,7 @@ class KafkaServer:
         self.admin: AdminManager | None = None
         self.services: BrokerServices | None = None
         self.metrics: BrokerMetrics | None = None
+        self.quotas: ClientQuotas | None = None
         self.ports: list = []
         self._tasks: list[task.LoopingCall] = []
         self.dynamic_config: DynamicBrokerConfig | None = None
@@ -161,12 +163,14 @@ class KafkaServer:
             leader_imbalance_per_broker_percentage=cfg.get("leader.imbalance.per.broker.percentage"),
             uses_topic_ids=api_version_at_least(cfg.inter_broker_protocol_version, "2.8-IV0"),
             feature_versioning=api_version_at_least(cfg.inter_broker_protocol_version, "2.7-IV0"))
+        self.quotas = ClientQuotas.from_config(cfg)
+        await self.quotas.load(self.zk)       # client quotas in force before the listeners open
         self.services = BrokerServices(
             broker_id=self.broker_id, cluster_id=self.cluster_id, config=cfg, zk=self.zk,
             metadata=self.metadata_cache, replicas=self.replica_manager, logs=self.log_manager,
             topic_configs=self.topic_configs, groups=self.group_coordinator, admin=self.admin,
             controller=controller, producer_ids=self.producer_id_manager, epochs=self.epochs,
-            transactions=self.transaction_coordinator)
+            transactions=self.transaction_coordinator, quotas=self.quotas)
         load_handlers()
         self.scram_credentials = ScramCredentialCache(self.zk)
         await self.scram_credentials.load_all()
@@ -179,7 +183,8 @@ class KafkaServer:
         self._checkpoint_broker_metadata()
         self._config_changes = ConfigChangeListener(self.zk, {"topics": self._reload_topic_config,
                                                                "brokers": self._reload_broker_config,
-                                                               "users": self.scram_credentials.reload})
+                                                               "users": self._reload_user_config,
+                                                               "clients": self._reload_client_config})
         await self._config_changes.start()
         self.controller = controller
         self.controller.startup()
@@ -294,6 +299,7 @@ class KafkaServer:
         every(cfg.get("log.flush.offset.checkpoint.interval.ms"),
               lambda: threads.deferToThread(logs.recovery_checkpoint_writer()))
         every(cfg.get("log.retention.check.interval.ms"), self.log_manager.cleanup_logs)
+        every(60_000, self.quotas.expire)     # quota sensors of clients idle for an hour
         every(cfg.get("replica.lag.time.max.ms") // 2, self.replica_manager.shrink_isrs)
         every(cfg.get("log.flush.scheduler.interval.ms"),
               lambda: threads.deferToThread(self.log_manager.flush_dirty_logs))
@@ -349,6 +355,14 @@ class KafkaServer:
             props = await self.zk.get_broker_configs(self.broker_id)
             log.info("Processing override for entityPath: brokers/%s with config: %s", name, props)
             self.dynamic_config.update_broker(props)
+
+    async def _reload_user_config(self, name: str) -> None:
+        """users/<user> or users/<user>/clients/<client id>: SCRAM credentials and quotas."""
+        await self.scram_credentials.reload(name)
+        await self.quotas.reload_user(self.zk, name)
+
+    async def _reload_client_config(self, name: str) -> None:
+        await self.quotas.reload_client(self.zk, name)
 
     async def _on_config_written(self, entity_type: str, name: str) -> None:
         """The admin manager wrote a config here: apply it at once rather than on the

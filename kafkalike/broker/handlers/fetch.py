@@ -16,6 +16,9 @@ the old versions lack are left out by the codec. As in Kafka, versions below 10 
 UNSUPPORTED_COMPRESSION_TYPE from a topic whose compression.type is zstd, a topic with
 message.downconversion.enable=false answers UNSUPPORTED_VERSION where Kafka would have
 to convert, and v0-5 see KAFKA_STORAGE_ERROR as NOT_LEADER_OR_FOLLOWER.
+
+A consumer over its consumer_byte_rate quota gets an empty answer with throttle_time_ms
+set, as Kafka's throttled fetch (client_quotas.py); followers are not charged.
 """
 from __future__ import annotations
 
@@ -40,8 +43,17 @@ _log_magic = functools.lru_cache(maxsize=64)(_record_version)  # magic of a mess
 
 @handler(1, versions=(0, 12))
 def handle_fetch(ctx: RequestContext, request: FetchRequest):
-    params = FetchParams(request.replica_id, request.max_wait_ms, max(request.min_bytes, 0),
-                         request.max_bytes, isolation_level=request.isolation_level if ctx.version >= 4 else 0,
+    max_bytes, min_bytes = request.max_bytes, max(request.min_bytes, 0)
+    quotas = ctx.quotas if request.replica_id < 0 else None
+    if quotas is not None and quotas.fetch.enabled:
+        # Kafka bounds a consumer's fetch by what its quota lets through in one window set,
+        # so a low consumer_byte_rate cannot be answered with more than it may ever take.
+        window_bytes = quotas.fetch_max_bytes(ctx)
+        if window_bytes < max_bytes:
+            max_bytes = max(int(window_bytes), 0)
+            min_bytes = min(min_bytes, max_bytes)
+    params = FetchParams(request.replica_id, request.max_wait_ms, min_bytes,
+                         max_bytes, isolation_level=request.isolation_level if ctx.version >= 4 else 0,
                          leader_only=request.replica_id >= 0 or ctx.version < 11)
     order = []
     for t in request.topics:
@@ -54,8 +66,24 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest):
     result = ctx.replicas.fetch(params, ctx.metadata.contains)
     convert = _Conversion(ctx, request, params) if ctx.version < 10 else None
     if isinstance(result, defer.Deferred):
-        return result.addCallback(_answer, order, ctx.version, convert)
-    return _answer(result, order, ctx.version, convert)
+        result = result.addCallback(_answer, order, ctx.version, convert)
+        return result.addCallback(_charge_quota, ctx, quotas) if quotas is not None else result
+    response = _answer(result, order, ctx.version, convert)
+    return _charge_quota(response, ctx, quotas) if quotas is not None else response
+
+
+def _charge_quota(response: FetchResponse, ctx: RequestContext, quotas) -> FetchResponse:
+    """consumer_byte_rate: the bytes answered are charged; a consumer now over its quota
+    gets an empty answer instead, and those bytes are taken back (Kafka's
+    unrecordQuotaSensor), so the next fetch after the throttle reads them. The listener
+    puts the throttle in throttle_time_ms and mutes the connection."""
+    if not quotas.fetch.enabled:
+        return response
+    size = sum(len(p.record_set or b"") for t in response.responses for p in t.partition_responses)
+    if quotas.record_fetch(ctx, size) > 0:
+        quotas.unrecord_fetch(ctx, size)
+        response.responses = []
+    return response
 
 
 class _Conversion:

@@ -10,7 +10,8 @@ keeps no timestamps where magic 0 has none. Transactional batches need the reque
 transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED without one, as Kafka 2.8); as in
 2.8, nothing else checks that the producer's transaction was begun with the coordinator:
 the log opens it at the first transactional batch. Responses take their fields by version
-(throttle time from v1, log append time from v2), which the codec does.
+(throttle time from v1, log append time from v2), which the codec does. A client over its
+producer_byte_rate quota is told so in throttle_time_ms (client_quotas.py).
 """
 from __future__ import annotations
 
@@ -82,10 +83,21 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest):
         results = result if isinstance(result, dict) else {}
         if early or any(r.error != ErrorCode.NONE for r in results.values()):
             ctx.connection.transport.loseConnection()
+        _charge_quota(ctx, request)    # no answer, but the connection is still muted when over
         return None
     if isinstance(result, defer.Deferred):
-        return result.addCallback(lambda res: _answer(request, res, None, early, messages))
+        return result.addCallback(lambda res: _charge_quota(ctx, request) or _answer(request, res, None, early, messages))
+    _charge_quota(ctx, request)
     return _answer(request, result, None, early, messages)
+
+
+def _charge_quota(ctx: RequestContext, request: ProduceRequest) -> None:
+    """producer_byte_rate: the request's bytes, charged when it is answered (Kafka's
+    sendResponseCallback); the listener puts the throttle in the answer and mutes."""
+    quotas = ctx.quotas
+    if quotas is not None and quotas.produce.enabled:
+        size = ctx.request_size or sum(len(p.records or b"") for t in request.topic_data for p in t.partition_data)
+        quotas.record_produce(ctx, size)
 
 
 def _zstd_batch(records) -> bool:

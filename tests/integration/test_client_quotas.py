@@ -1,0 +1,183 @@
+"""Client quotas enforced on a real broker (KIP-13, KIP-55, KIP-219): quotas set with
+kafka-configs.sh hold confluent-kafka producers and consumers to about their byte rates, the
+broker's answers carry throttle_time_ms (librdkafka's throttle_cb reports it), other clients
+go free, deleting a quota lifts it, and a user quota applies by SASL principal.
+
+The broker keeps two one-second quota windows (quota.window.num=2): Kafka's default of
+eleven would let a client send ten seconds' worth before the first throttle, longer than
+these measurements."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+import urllib.request
+import uuid
+from typing import Iterator
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafkalike.lab.cluster import Cluster
+from kafkalike.lab.zookeeper import free_ports
+from tests.conftest import REPO_ROOT, scratch_dir
+from tests.security_certs import JAAS_PLAIN
+
+pytestmark = pytest.mark.integration
+
+QUOTA = 100_000            # bytes per second
+VALUE = b"q" * 1000
+MAX_BYTES = 10_000_000     # a free client stops there (it would fill the disk at hundreds of MB/s)
+TOPIC = "quota-orders"
+SASL_ALICE = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+              "sasl.username": "alice", "sasl.password": "alice-secret"}
+SASL_ADMIN = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+              "sasl.username": "admin", "sasl.password": "admin-secret"}
+
+
+class Broker:
+    def __init__(self, cluster: Cluster, plain: str, sasl: str):
+        self.cluster, self.plain, self.sasl = cluster, plain, sasl
+
+
+@pytest.fixture(scope="module")
+def broker(module_zk_chroot: str) -> Iterator[Broker]:
+    base = scratch_dir("quotas")
+    plain_port, sasl_port, metrics_port = free_ports(3)
+    cluster = Cluster(module_zk_chroot, base, 1, {
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain_port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS_PLAIN,
+        "quota.window.num": "2", "quota.window.size.seconds": "1",
+        "kafkalike.metrics.host": "127.0.0.1", "kafkalike.metrics.port": str(metrics_port)})
+    cluster.brokers[0].port = plain_port
+    try:
+        cluster.start()
+        b = Broker(cluster, f"127.0.0.1:{plain_port}", f"127.0.0.1:{sasl_port}")
+        b.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+        admin = AdminClient({"bootstrap.servers": b.plain})
+        for f in admin.create_topics([NewTopic(TOPIC, 1, 1)]).values():
+            f.result(30)
+        yield b
+    finally:
+        cluster.kill()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def quota_metric(broker: Broker, name: str, **labels: str) -> float:
+    """One sample of the broker's Prometheus endpoint (Kafka's quota metrics, as the JMX
+    exporter names them)."""
+    text = urllib.request.urlopen(broker.metrics_url, timeout=10).read().decode()
+    wanted = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    for line in text.splitlines():
+        if line.startswith(name + "{"):
+            series, value = line.rsplit(" ", 1)
+            if all(f'{k}="{v}"' in series for k, v in labels.items()):
+                return float(value)
+    raise AssertionError(f"no {name}{{{wanted}}} in the broker's metrics")
+
+
+def kafka_configs(bootstrap: str, *argv: str) -> None:
+    done = subprocess.run([str(REPO_ROOT / "bin" / "kafka-configs.sh"), "--bootstrap-server", bootstrap, *argv],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    time.sleep(0.5)        # the broker applies it on the change notification
+
+
+def produce_for(bootstrap: str, client_id: str, seconds: float, **extra) -> tuple[float, list[float]]:
+    """Produce as fast as the client may for `seconds`: (bytes acknowledged per second, the
+    throttle times librdkafka was told)."""
+    throttles: list[float] = []
+    acked = [0]
+
+    def delivered(err, msg):
+        if err is None:
+            acked[0] += len(msg.value())
+    producer = Producer({"bootstrap.servers": bootstrap, "client.id": client_id, "linger.ms": 5,
+                         "batch.size": 32768, "queue.buffering.max.messages": 2000,
+                         "throttle_cb": lambda event: throttles.append(event.throttle_time), **extra})
+    for _ in range(50):       # connected and the topic's leader known before the clock starts
+        producer.poll(0.1)
+        if producer.list_topics(TOPIC, timeout=5).topics[TOPIC].partitions:
+            break
+    start = time.monotonic()
+    sent = 0
+    while time.monotonic() - start < seconds and sent < MAX_BYTES:
+        try:
+            producer.produce(TOPIC, VALUE, on_delivery=delivered)
+            sent += len(VALUE)
+        except BufferError:
+            producer.poll(0.01)
+    if sent >= MAX_BYTES:      # a free client: its rate is what it took to have it all acknowledged
+        producer.flush(max(0.0, seconds - (time.monotonic() - start)))
+    producer.poll(0)
+    rate = acked[0] / (time.monotonic() - start)
+    producer.purge()
+    producer.flush(5)
+    return rate, throttles
+
+
+def consume_for(bootstrap: str, client_id: str, seconds: float) -> tuple[float, list[float]]:
+    throttles: list[float] = []
+    consumer = Consumer({"bootstrap.servers": bootstrap, "client.id": client_id, "group.id": uuid.uuid4().hex,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "throttle_cb": lambda event: throttles.append(event.throttle_time)})
+    read = 0
+    try:
+        consumer.subscribe([TOPIC])
+        while not consumer.assignment():
+            consumer.poll(0.1)
+        start = time.monotonic()
+        while time.monotonic() - start < seconds and read < MAX_BYTES:
+            for msg in consumer.consume(500, 0.1):
+                if msg.error() is None:
+                    read += len(msg.value())
+        return read / (time.monotonic() - start), throttles
+    finally:
+        consumer.close()
+
+
+def test_producer_byte_rate_of_a_client_id_throttles_it_alone_until_deleted(broker):
+    kafka_configs(broker.plain, "--alter", "--add-config", f"producer_byte_rate={QUOTA}",
+                  "--entity-type", "clients", "--entity-name", "capped-producer")
+    capped, throttles = produce_for(broker.plain, "capped-producer", 4)
+    free, free_throttles = produce_for(broker.plain, "free-producer", 2)
+    print(f"capped producer {capped:,.0f} B/s (quota {QUOTA:,}), free producer {free:,.0f} B/s; "
+          f"throttles {throttles[:5]}")
+    # At the quota, plus at most the first window's burst over the 4 s measured.
+    assert 0.3 * QUOTA < capped < 2 * QUOTA
+    assert throttles and max(throttles) > 0
+    assert free > 5 * QUOTA and not any(free_throttles)
+    assert quota_metric(broker, "kafka_server_quota_throttle_time", resource="Produce", clientId="capped-producer") > 0
+    assert quota_metric(broker, "kafka_server_quota_byte_rate", resource="Produce", clientId="capped-producer") > 0
+
+    kafka_configs(broker.plain, "--alter", "--delete-config", "producer_byte_rate",
+                  "--entity-type", "clients", "--entity-name", "capped-producer")
+    lifted, lifted_throttles = produce_for(broker.plain, "capped-producer", 2)
+    assert lifted > 5 * QUOTA and not any(lifted_throttles), lifted
+
+
+def test_consumer_byte_rate_of_a_client_id_throttles_its_fetches(broker):
+    fill, _ = produce_for(broker.plain, "filler", 2)
+    assert fill > 0
+    kafka_configs(broker.plain, "--alter", "--add-config", f"consumer_byte_rate={QUOTA}",
+                  "--entity-type", "clients", "--entity-name", "slow-reader")
+    slow, throttles = consume_for(broker.plain, "slow-reader", 4)
+    fast, fast_throttles = consume_for(broker.plain, "fast-reader", 2)
+    print(f"capped consumer {slow:,.0f} B/s (quota {QUOTA:,}), free consumer {fast:,.0f} B/s")
+    assert 0.3 * QUOTA < slow < 2 * QUOTA
+    assert throttles and max(throttles) > 0
+    assert fast > 5 * QUOTA and not any(fast_throttles)
+
+
+def test_a_user_quota_applies_by_sasl_principal(broker):
+    kafka_configs(broker.plain, "--alter", "--add-config", f"producer_byte_rate={QUOTA}",
+                  "--entity-type", "users", "--entity-name", "alice")
+    alice, throttles = produce_for(broker.sasl, "shared-app", 3, **SASL_ALICE)
+    admin, admin_throttles = produce_for(broker.sasl, "shared-app", 2, **SASL_ADMIN)
+    anonymous, _ = produce_for(broker.plain, "shared-app", 2)
+    print(f"alice {alice:,.0f} B/s, admin {admin:,.0f} B/s, ANONYMOUS {anonymous:,.0f} B/s (quota {QUOTA:,})")
+    assert 0.3 * QUOTA < alice < 2 * QUOTA and throttles and max(throttles) > 0
+    assert admin > 5 * QUOTA and not any(admin_throttles)
+    assert anonymous > 5 * QUOTA
