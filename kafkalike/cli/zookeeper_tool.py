@@ -16,6 +16,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from kafkalike.cli.joptions import ILLEGAL_ARGUMENT, JavaError
+from kafkalike.zkdata.security import ZkSecurity, ZkSecurityError
 
 ZK_TIMEOUT_SECONDS = 30.0  # the tools' ZooKeeper session and connection timeouts
 
@@ -35,7 +36,13 @@ class ZooKeeperTool:
     def __init__(self, connect: str, out: TextIO, timeout: float = ZK_TIMEOUT_SECONDS) -> None:
         self.out = out
         try:
-            self.zk = KazooClient(hosts=connect, timeout=timeout, logger=_quiet_logger())
+            self.security = ZkSecurity.for_tools()
+        except ZkSecurityError as error:
+            java_class, _, message = str(error).partition(": ")
+            raise JavaError(java_class, message) from None
+        try:
+            self.zk = KazooClient(hosts=connect, timeout=timeout, logger=_quiet_logger(),
+                                  default_acl=self.security.acls("/"), **self.security.kazoo_options())
         except ValueError as error:
             raise JavaError(ILLEGAL_ARGUMENT, str(error)) from None
         try:
@@ -63,11 +70,12 @@ class ZooKeeperTool:
 
     def _create_recursive(self, path: str, data: bytes | None = None, sequence: bool = False) -> str:
         """Create path, with null parents where missing (Kafka's createRecursive)."""
+        acl = self.security.acls(path)
         try:
-            return self.zk.create(path, data, sequence=sequence)
+            return self.zk.create(path, data, acl=acl, sequence=sequence)
         except NoNodeError:
             try:
                 self._create_recursive(path.rsplit("/", 1)[0])
             except NodeExistsError:
                 pass
-            return self.zk.create(path, data, sequence=sequence)
+            return self.zk.create(path, data, acl=acl, sequence=sequence)

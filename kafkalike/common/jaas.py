@@ -52,6 +52,31 @@ def _tokens(text: str):
 
 def parse_jaas_config(text: str) -> LoginModule:
     """The one login module of a sasl.jaas.config value; ValueError with Kafka's sentence."""
+    modules = _login_modules(text)
+    if len(modules) != 1:
+        raise ValueError(f"JAAS config property contains {len(modules)} login modules, should be 1 module")
+    return modules[0]
+
+
+_SECTION = re.compile(r"\s*([A-Za-z_][\w.-]*)\s*\{(.*?)\}\s*;", re.S)
+
+
+def parse_jaas_file(text: str) -> dict[str, list[LoginModule]]:
+    """A java.security.auth.login.config file: named sections (`Client { ... };`), each a
+    list of login modules, as Java's ConfigFile reads it."""
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
+    sections: dict[str, list[LoginModule]] = {}
+    pos = 0
+    while text[pos:].strip():
+        m = _SECTION.match(text, pos)
+        if m is None:
+            raise ValueError(f"Invalid JAAS login file near: {text[pos:pos + 40].strip()!r}")
+        sections[m.group(1)] = _login_modules(m.group(2))
+        pos = m.end()
+    return sections
+
+
+def _login_modules(text: str) -> list[LoginModule]:
     modules: list[LoginModule] = []
     tokens = list(_tokens(text))
     i = 0
@@ -73,9 +98,7 @@ def parse_jaas_config(text: str) -> LoginModule:
             raise ValueError("Invalid JAAS config: the login module entry is not terminated by ';'")
         i += 1
         modules.append(module)
-    if len(modules) != 1:
-        raise ValueError(f"JAAS config property contains {len(modules)} login modules, should be 1 module")
-    return modules[0]
+    return modules
 
 
 def plain_users(module: LoginModule) -> dict[str, str]:

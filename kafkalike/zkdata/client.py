@@ -27,7 +27,7 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.serialization import Create
 from kazoo.protocol.states import ZnodeStat
-from kazoo.security import OPEN_ACL_UNSAFE
+
 from twisted.internet.defer import Deferred
 
 from .bridge import gather, returns_deferred, settle_all
@@ -53,6 +53,7 @@ from .events import (
     ZNodeEvent,
 )
 from .ids import generate_cluster_id
+from .security import NO_SECURITY, ZkSecurity
 from .session import DEFAULT_SESSION_TIMEOUT_MS, ZooKeeperSession
 from .topic_znodes import (
     TOPICS_PATH,
@@ -148,13 +149,16 @@ class KafkaZkClient:
         session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
         connection_timeout_ms: int | None = None,
         reactor: Any = None,
+        security: ZkSecurity = NO_SECURITY,
     ) -> KafkaZkClient:
-        """Connect to zookeeper.connect (creating its chroot if missing) and return the client."""
+        """Connect to zookeeper.connect (creating its chroot if missing) and return the client;
+        `security` is the SASL login and the ACLs of the znodes it creates."""
         session = ZooKeeperSession(
             zookeeper_connect,
             session_timeout_ms=session_timeout_ms,
             connection_timeout_ms=connection_timeout_ms,
             reactor=reactor,
+            security=security,
         )
         await session.start()
         return cls(session)
@@ -274,7 +278,8 @@ class KafkaZkClient:
         while True:
             try:
                 _, stat = await self._req(
-                    lambda: self._kazoo.create_async(path, data, ephemeral=True, include_data=True)
+                    lambda: self._kazoo.create_async(path, data, acl=self._acls(path), ephemeral=True,
+                                                     include_data=True)
                 )
                 return stat.czxid
             except NodeExistsError:
@@ -790,7 +795,8 @@ class KafkaZkClient:
             return []
 
     async def _create(self, path: str, data: bytes | None, *, ephemeral: bool = False, sequence: bool = False) -> str:
-        return await self._req(lambda: self._kazoo.create_async(path, data, ephemeral=ephemeral, sequence=sequence))
+        return await self._req(lambda: self._kazoo.create_async(path, data, acl=self._acls(path), ephemeral=ephemeral,
+                                                                sequence=sequence))
 
     async def _create_recursive(self, path: str, data: bytes | None, *, must_be_new: bool = True) -> None:
         """Create path, and its missing parents as null znodes (Kafka's createRecursive)."""
@@ -844,7 +850,8 @@ class KafkaZkClient:
     def _single(self, op: ZkOp) -> Any:
         kazoo = self._kazoo
         if op.kind == "create":
-            return kazoo.create_async(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequence)
+            return kazoo.create_async(op.path, op.data, acl=self._acls(op.path), ephemeral=op.ephemeral,
+                                      sequence=op.sequence)
         if op.kind == "set":
             return kazoo.set_async(op.path, op.data, op.version)
         return kazoo.delete_async(op.path, op.version)
@@ -861,10 +868,14 @@ class KafkaZkClient:
             elif op.data is None:
                 # kazoo's transaction API insists on bytes; Kafka writes null znodes.
                 flags = (1 if op.ephemeral else 0) | (2 if op.sequence else 0)
-                txn.operations.append(Create(self._chrooted(op.path), None, OPEN_ACL_UNSAFE, flags))
+                txn.operations.append(Create(self._chrooted(op.path), None, self._acls(op.path), flags))
             else:
-                txn.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequence)
+                txn.create(op.path, op.data, acl=self._acls(op.path), ephemeral=op.ephemeral, sequence=op.sequence)
         return txn
+
+    def _acls(self, path: str) -> list:
+        """The ACLs a znode Kafka creates at `path` gets (open unless zookeeper.set.acl)."""
+        return self.session.security.acls(path)
 
     def _chrooted(self, path: str) -> str:
         chroot = self._kazoo.chroot

@@ -29,6 +29,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThreadPool
 
 from .bridge import deferred_from_kazoo, returns_deferred
+from .security import NO_SECURITY, ZkSecurity
 from .errors import ZooKeeperClientTimeoutError
 from .events import NewSession, SessionEvent, SessionExpired, SessionReconnected, SessionSuspended
 
@@ -65,6 +66,7 @@ class ZooKeeperSession:
         session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
         connection_timeout_ms: int | None = None,
         reactor: Any = None,
+        security: ZkSecurity = NO_SECURITY,
     ) -> None:
         if reactor is None:
             from twisted.internet import reactor as global_reactor
@@ -76,6 +78,7 @@ class ZooKeeperSession:
         # zookeeper.connection.timeout.ms defaults to the session timeout, as in Kafka.
         self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
         self.reactor = reactor
+        self.security = security
         self.kazoo = self._new_kazoo(connect)
         self.kazoo.add_listener(self._kazoo_state_listener)
         self._connected = False
@@ -91,6 +94,7 @@ class ZooKeeperSession:
             hosts=hosts,
             timeout=self.session_timeout_ms / 1000.0,
             connection_retry=dict(RECONNECT_RETRY),
+            **self.security.kazoo_options(),
         )
 
     @property
@@ -156,7 +160,7 @@ class ZooKeeperSession:
     async def _create_path(self, kazoo: KazooClient, path: str) -> None:
         """Create path and its missing ancestors as null znodes, as Kafka does."""
         try:
-            await deferred_from_kazoo(self.reactor, kazoo.create_async(path, None))
+            await deferred_from_kazoo(self.reactor, kazoo.create_async(path, None, acl=self.security.acls(path)))
         except NodeExistsError:
             return
         except NoNodeError:

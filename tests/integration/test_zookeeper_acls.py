@@ -1,0 +1,150 @@
+"""zookeeper.set.acl on a real ZooKeeper that authenticates with SASL (DIGEST-MD5): the
+broker logs in with the Client section of the JAAS file KAFKA_OPTS names, its znodes are
+its own (world-readable, except the sensitive ones), and anybody else can read but not
+change the cluster's state; without a login it refuses to start, as Kafka 2.8 does."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+
+from kafkalike.client.admin import AdminClient, NewTopic
+from kafkalike.lab.cluster import BrokerStartError, Cluster
+from kafkalike.lab.zookeeper import ZooKeeperServer
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+
+SERVER_JAAS = """Server {
+    org.apache.zookeeper.server.auth.DigestLoginModule required
+    user_kafka="kafka-secret";
+};
+"""
+
+
+def client_jaas(path: Path, password: str) -> Path:
+    path.write_text(f"""// the broker's login to ZooKeeper
+Client {{
+    org.apache.zookeeper.server.auth.DigestLoginModule required
+    username="kafka"
+    password="{password}";
+}};
+""")
+    return path
+
+
+@pytest.fixture(scope="module")
+def sasl_zookeeper() -> Iterator[ZooKeeperServer]:
+    base = Path(tempfile.mkdtemp(prefix="kl-zk-sasl-", dir="/dev/shm"))
+    (base / "jaas.conf").write_text(SERVER_JAAS)
+    server = ZooKeeperServer(base / "zk", force_sync=False, jvm_options=[
+        f"-Djava.security.auth.login.config={base / 'jaas.conf'}",
+        "-Dzookeeper.authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"])
+    try:
+        server.start()
+        server.wait_ready(60)
+        yield server
+    finally:
+        server.remove()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster_dir() -> Iterator[Path]:
+    base = Path(tempfile.mkdtemp(prefix="kl-zk-acl-", dir="/dev/shm"))
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def acl_ids(zk: KazooClient, path: str) -> set[tuple[str, str, int]]:
+    acls, _ = zk.get_acls(path)
+    return {(a.id.scheme, a.id.id, a.perms) for a in acls}
+
+
+def test_secure_acls_keep_the_cluster_state_the_brokers_own(sasl_zookeeper, cluster_dir, monkeypatch):
+    monkeypatch.setenv("KAFKA_OPTS", f"-Djava.security.auth.login.config={client_jaas(cluster_dir / 'c.conf', 'kafka-secret')}")
+    connect = sasl_zookeeper.connect_string + "/secure"
+    cluster = Cluster(connect, cluster_dir / "brokers", 1, {"zookeeper.set.acl": "true"})
+    stranger = KazooClient(hosts=connect)
+    try:
+        cluster.start()
+        with AdminClient({"bootstrap.servers": cluster.bootstrap}) as admin:
+            admin.create_topics([NewTopic("guarded", 1, 1)])
+        producer = Producer({"bootstrap.servers": cluster.bootstrap})
+        producer.produce("guarded", value=b"still works")
+        assert producer.flush(30) == 0
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "acl-check",
+                             "auto.offset.reset": "earliest"})
+        consumer.subscribe(["guarded"])
+        message = None
+        for _ in range(60):
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                break
+        consumer.close()
+        assert message is not None and message.value() == b"still works"
+
+        stranger.start(15)
+        all_perms, read = 31, 1
+        assert acl_ids(stranger, "/brokers/topics/guarded") == {("sasl", "kafka", all_perms),
+                                                                 ("world", "anyone", read)}
+        assert acl_ids(stranger, "/brokers/ids/0") == {("sasl", "kafka", all_perms), ("world", "anyone", read)}
+        owner = KazooClient(hosts=connect, sasl_options={"mechanism": "DIGEST-MD5", "username": "kafka",
+                                                         "password": "kafka-secret"})
+        owner.start(15)
+        try:
+            assert acl_ids(owner, "/config/users") == {("sasl", "kafka", all_perms)}    # sensitive: no world READ
+        finally:
+            owner.stop()
+            owner.close()
+        assert stranger.get("/brokers/topics/guarded")[0]                              # anyone reads the state
+        with pytest.raises(NoAuthError):
+            stranger.set("/brokers/topics/guarded", b"{}")
+        with pytest.raises(NoAuthError):
+            stranger.create("/brokers/topics/intruder", b"{}")
+        with pytest.raises(NoAuthError):
+            stranger.delete("/controller")
+        with pytest.raises(NoAuthError):
+            stranger.get_children("/config/users")
+        with pytest.raises(NoAuthError):
+            stranger.get_acls("/config/users")
+        # The tools' --zookeeper paths log in with the same JAAS file and create secure znodes.
+        done = subprocess.run([str(REPO / "bin" / "kafka-topics.sh"), "--zookeeper", connect, "--create",
+                               "--topic", "by-tool", "--partitions", "1", "--replication-factor", "1"],
+                              capture_output=True, text=True, timeout=60,
+                              env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin",
+                                   "KAFKA_OPTS": os.environ["KAFKA_OPTS"]})
+        assert done.returncode == 0, done.stderr
+        assert acl_ids(stranger, "/brokers/topics/by-tool") == {("sasl", "kafka", all_perms),
+                                                                 ("world", "anyone", read)}
+    finally:
+        stranger.stop()
+        stranger.close()
+        cluster.kill()
+
+
+def test_secure_acls_without_a_login_refuse_to_start(sasl_zookeeper, cluster_dir, monkeypatch):
+    monkeypatch.delenv("KAFKA_OPTS", raising=False)
+    cluster = Cluster(sasl_zookeeper.connect_string + "/nologin", cluster_dir / "brokers", 1,
+                      {"zookeeper.set.acl": "true"})
+    try:
+        with pytest.raises(BrokerStartError):
+            cluster.start(timeout=30)
+        server_log = (cluster.brokers[0].app_log_dir / "server.log").read_text()
+        assert ("Fatal error during KafkaServer startup. Prepare to shutdown: java.lang.SecurityException: "
+                "zookeeper.set.acl is true, but ZooKeeper client TLS configuration identifying at least "
+                "zookeeper.ssl.client.enable") in server_log
+        assert "[java.security.auth.login.config=null, zookeeper.sasl.client=default:true, " \
+               "zookeeper.sasl.clientconfig=default:Client]" in server_log
+    finally:
+        cluster.kill()
