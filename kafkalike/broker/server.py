@@ -43,6 +43,7 @@ from kafkalike.storage.manager import LogManager
 from kafkalike.storage.meta_properties import MetaProperties, read_meta_properties, write_meta_properties
 from kafkalike.zkdata import BrokerRegistration, EndPoint, KafkaZkClient
 from kafkalike.zkdata.events import NewSession, SessionExpired
+from kafkalike.zkdata.security import ZkSecurity, ZkSecurityError
 
 log = logging.getLogger("kafka.server.KafkaServer")
 
@@ -109,10 +110,14 @@ class KafkaServer:
         for warning in cfg.unknown_key_warnings():
             log.warning(warning)
         log.info("Connecting to zookeeper on %s", cfg.zookeeper_connect)
+        try:   # KafkaServer.initZkClient: the SASL login from KAFKA_OPTS' JAAS file, zookeeper.set.acl
+            zk_security = ZkSecurity.from_system(cfg.get("zookeeper.set.acl"))
+        except ZkSecurityError as exc:
+            raise StartupError(str(exc)) from None
         self.zk = await KafkaZkClient.connect(cfg.zookeeper_connect,
                                               session_timeout_ms=cfg.zk_session_timeout_ms,
                                               connection_timeout_ms=cfg.zk_connection_timeout_ms,
-                                              reactor=self.reactor)
+                                              reactor=self.reactor, security=zk_security)
         await self.zk.create_top_level_paths()
         self.cluster_id = await self.zk.get_or_create_cluster_id()
         log.info("Cluster ID = %s", self.cluster_id)
