@@ -28,6 +28,7 @@ from kafkalike.client.errors import (
     InvalidProducerEpochError,
     KafkaError,
     ProducerFencedError,
+    RecordTooLargeError,
     TransactionAbortedError,
 )
 from kafkalike.client.producer import KafkaProducer
@@ -133,6 +134,33 @@ def test_records_not_yet_sent_fail_when_the_transaction_aborts(broker):
     finally:
         producer.close()
     assert read_confluent(broker.bootstrap, topic, "read_uncommitted", 1) == [b"kept"]
+
+
+def test_a_failed_record_makes_the_transaction_abortable_and_the_abort_starts_over(broker):
+    topic = f"txn-{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config={"max.message.bytes": "1000"})])[topic].result(TIMEOUT_S)
+    producer = txn_producer(broker.bootstrap, f"tx-{topic}")
+    try:
+        producer.begin_transaction()
+        producer.send(topic, b"before the failure").get(TIMEOUT_S)
+        with pytest.raises(RecordTooLargeError):
+            producer.send(topic, b"x" * 2000).get(TIMEOUT_S)  # the broker refuses it: MESSAGE_TOO_LARGE
+        with pytest.raises(KafkaError, match="Cannot perform send because"):
+            producer.send(topic, b"while abortable")
+        with pytest.raises(KafkaError, match="Cannot execute transactional method because we are in an error "
+                                             "state") as commit:
+            producer.commit_transaction(TIMEOUT_S)
+        assert isinstance(commit.value.__cause__, RecordTooLargeError)
+        epoch = producer._transactions.idempotence.producer_epoch
+        producer.abort_transaction(TIMEOUT_S)  # and a new epoch: the partition's sequence had a gap
+        assert producer._transactions.idempotence.producer_epoch == epoch + 1
+        producer.begin_transaction()
+        producer.send(topic, b"after the abort")
+        producer.commit_transaction(TIMEOUT_S)
+    finally:
+        producer.close()
+    assert read_confluent(broker.bootstrap, topic, "read_committed", 1) == [b"after the abort"]
 
 
 def test_close_aborts_an_open_transaction(broker):
