@@ -107,16 +107,40 @@ class QuotaRate:
                 self._values[i] = 0.0
 
 
+class ThrottleAvg:
+    """The throttle-time sensor's Avg under Kafka's default MetricConfig: two samples of
+    30 s, NaN when no throttle fell in them."""
+
+    __slots__ = ("_samples",)
+    WINDOW_MS, SAMPLES = 30_000.0, 2
+
+    def __init__(self) -> None:
+        self._samples: list[list[float]] = []      # [start ms, sum, count], oldest first
+
+    def record(self, value: float, now_ms: float) -> None:
+        samples = self._samples
+        if not samples or now_ms - samples[-1][0] >= self.WINDOW_MS:
+            samples.append([now_ms, 0.0, 0])
+            del samples[:-self.SAMPLES]
+        samples[-1][1] += value
+        samples[-1][2] += 1
+
+    def measure(self, now_ms: float) -> float:
+        live = [s for s in self._samples if now_ms - s[0] < self.SAMPLES * self.WINDOW_MS]
+        count = sum(s[2] for s in live)
+        return sum(s[1] for s in live) / count if count else float("nan")
+
+
 class _Sensor:
-    """One quota entity's rate and the throttle times it was given (the throttle-time Avg)."""
+    """One quota entity's rate, its bound as last resolved, and its throttle-time Avg."""
 
-    __slots__ = ("tags", "rate", "throttle_count", "throttle_sum", "used")
+    __slots__ = ("tags", "rate", "bound", "throttle", "used")
 
-    def __init__(self, tags: tuple[str, str], rate: QuotaRate, now: float) -> None:
+    def __init__(self, tags: tuple[str, str], rate: QuotaRate, bound: float | None, now: float) -> None:
         self.tags = tags
         self.rate = rate
-        self.throttle_count = 0
-        self.throttle_sum = 0.0
+        self.bound = bound
+        self.throttle = ThrottleAvg()
         self.used = now
 
 
@@ -159,6 +183,8 @@ class ClientQuotaManager:
             log.info("Changing %s quota for %s to %s", self.quota_type, _describe(entity), bound)
             self.overrides[entity] = bound
         self._by_client.clear()
+        for sensor in self._sensors.values():     # updateQuotaMetricConfigs
+            sensor.bound = self.limit(sensor.tags)
 
     def metric_tags(self, user: str, client_id: str) -> tuple[str, str]:
         """The entity a (sanitized user, client id) is charged to, as Kafka's metric tags:
@@ -211,7 +237,8 @@ class ClientQuotaManager:
             tags = self.metric_tags(user, client_id)
             found = self._sensors.get(tags)
             if found is None:
-                found = self._sensors[tags] = _Sensor(tags, QuotaRate(self.samples, self.window_ms), now)
+                found = self._sensors[tags] = _Sensor(tags, QuotaRate(self.samples, self.window_ms),
+                                                      self.limit(tags), now)
             self._by_client[key] = found
         found.used = now
         return found
@@ -225,7 +252,7 @@ class ClientQuotaManager:
         sensor.rate.record(value, now_ms)
         if not check:
             return 0
-        bound = self.limit(sensor.tags)
+        bound = sensor.bound
         if bound is None:
             return 0
         rate = sensor.rate.measure(now_ms)
@@ -246,16 +273,14 @@ class ClientQuotaManager:
         was: bound x (samples - 1) windows (Kafka bounds a fetch's max_bytes by it)."""
         if not self.enabled:
             return float("inf")
-        bound = self.limit(self.sensor(user, client_id).tags)
+        bound = self.sensor(user, client_id).bound
         if bound is None:
             return float("inf")
         return bound * (self.samples - 1) * self.window_ms / 1000.0
 
     def throttled(self, user: str, client_id: str, throttle_ms: int) -> None:
         """The throttle-time sensor: this entity's connection is muted for throttle_ms."""
-        sensor = self.sensor(user, client_id)
-        sensor.throttle_count += 1
-        sensor.throttle_sum += throttle_ms
+        self.sensor(user, client_id).throttle.record(throttle_ms, self.clock() * 1000.0)
 
     def expire(self) -> None:
         """Sensors of clients gone for an hour are dropped, as Kafka's expire."""
@@ -268,15 +293,15 @@ class ClientQuotaManager:
 
     def readings(self, rate_name: str) -> Iterator[Reading]:
         """Kafka's kafka.server:type=<Produce|Fetch|Request>,user=..,client-id=.. attributes
-        <rate_name> and throttle-time (the average of the throttle times given; 0 with none),
+        <rate_name> and throttle-time (the average throttle given over the last minute),
         under the name the JMX exporter's Kafka rules give them: kafka_server_quota_<attribute>
         with labels resource, user and clientId."""
         now_ms = self.clock() * 1000.0
         for (user, client), s in list(self._sensors.items()):
             tags = (("resource", self.quota_type), ("user", user), ("clientId", client))
             yield Reading(MetricName("kafka.server", "quota", rate_name, tags), Kind.GAUGE, s.rate.measure(now_ms))
-            avg = s.throttle_sum / s.throttle_count if s.throttle_count else 0.0
-            yield Reading(MetricName("kafka.server", "quota", "throttle-time", tags), Kind.GAUGE, avg)
+            yield Reading(MetricName("kafka.server", "quota", "throttle-time", tags), Kind.GAUGE,
+                          s.throttle.measure(now_ms))
 
 
 def _describe(entity: QuotaEntity) -> str:
@@ -386,6 +411,8 @@ class ClientQuotas:
         if request.enabled and not exempt:
             percent = handler_seconds * 100.0
             throttle = request.record(_user(ctx), ctx.client_id or "", percent)
+            if throttle > 0 and ctx.api_key == _FETCH_API and ctx.throttle_ms == 0:
+                self._empty_fetch(ctx, response)
             if throttle > ctx.throttle_ms:
                 ctx.throttle_ms = throttle
                 ctx.throttled_by = request
@@ -398,6 +425,15 @@ class ClientQuotas:
         if manager is not None:
             manager.throttled(_user(ctx), ctx.client_id or "", throttle)
         return throttle
+
+    def _empty_fetch(self, ctx: RequestContext, response) -> None:
+        """A consumer's fetch throttled for its request time alone is answered empty too,
+        its bytes taken back from the fetch quota, as Kafka's handleFetchRequest does."""
+        topics = getattr(response, "responses", None)
+        if topics:
+            size = sum(len(p.record_set or b"") for t in topics for p in t.partition_responses)
+            self.unrecord_fetch(ctx, size)
+            response.responses = []
 
     def expire(self) -> None:
         for manager in (self.produce, self.fetch, self.request):

@@ -9,6 +9,8 @@ these measurements."""
 from __future__ import annotations
 
 import shutil
+import socket
+import struct
 import subprocess
 import time
 import urllib.request
@@ -21,6 +23,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalike.lab.cluster import Cluster
 from kafkalike.lab.zookeeper import free_ports
+from kafkalike.protocol.api import decode_response, encode_request
+from kafkalike.protocol.messages.metadata import MetadataRequest
 from tests.conftest import REPO_ROOT, scratch_dir
 from tests.security_certs import JAAS_PLAIN
 
@@ -181,3 +185,41 @@ def test_a_user_quota_applies_by_sasl_principal(broker):
     assert 0.3 * QUOTA < alice < 2 * QUOTA and throttles and max(throttles) > 0
     assert admin > 5 * QUOTA and not any(admin_throttles)
     assert anonymous > 5 * QUOTA
+
+
+def metadata_twice(bootstrap: str, client_id: str) -> list[tuple[float, int]]:
+    """Two Metadata requests written back to back on one connection: (seconds until each
+    answer arrived, its throttle_time_ms)."""
+    host, port = bootstrap.rsplit(":", 1)
+    answers = []
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        frames = b""
+        for correlation in (1, 2):
+            body = encode_request(3, 9, correlation, client_id, MetadataRequest(topics=None))
+            frames += struct.pack(">i", len(body)) + body
+        start = time.monotonic()
+        sock.sendall(frames)
+        buffered = b""
+        while len(answers) < 2:
+            while len(buffered) < 4 or len(buffered) < 4 + struct.unpack(">i", buffered[:4])[0]:
+                chunk = sock.recv(65536)
+                assert chunk, "the broker closed the connection"
+                buffered += chunk
+            size = struct.unpack(">i", buffered[:4])[0]
+            frame, buffered = buffered[4:4 + size], buffered[4 + size:]
+            _, response = decode_response(3, 9, frame)
+            answers.append((time.monotonic() - start, response.throttle_time_ms))
+    return answers
+
+
+def test_request_percentage_answers_at_once_then_mutes_the_connection(broker):
+    kafka_configs(broker.plain, "--alter", "--add-config", "request_percentage=0.001",
+                  "--entity-type", "clients", "--entity-name", "chatty")
+    (first_at, first_throttle), (second_at, _) = metadata_twice(broker.plain, "chatty")
+    # Any handling time is far over 0.001 % of a thread; the request quota's throttle is
+    # capped at one quota window (1 s). KIP-219: the answer is not held back, the next
+    # request of the connection is.
+    assert first_throttle == 1000
+    assert first_at < 0.5
+    assert second_at - first_at > 0.9
+    assert [t for _, t in metadata_twice(broker.plain, "quiet")] == [0, 0]
