@@ -14,6 +14,7 @@ from kafkalike.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kafkalike.broker.admin_manager import AdminManager
+    from kafkalike.broker.authorizer import Authorizer
     from kafkalike.broker.client_quotas import ClientQuotaManager, ClientQuotas
     from kafkalike.broker.config import KafkaConfig
     from kafkalike.broker.metadata_cache import MetadataCache
@@ -73,6 +74,8 @@ class BrokerServices:
     transactions: TransactionCoordinator | None = None
     # Client quotas (client_quotas.py); None in tests that build services without them.
     quotas: ClientQuotas | None = None
+    # authorizer.class.name's AclAuthorizer, or None: every request allowed (ctx.authorizer).
+    authorizer: Authorizer | None = None
     # Kafka's RequestMetrics, which the listener records every answered request into.
     request_metrics: RequestMetrics = field(
         default_factory=lambda: RequestMetrics({key: spec.name for key, spec in APIS.items()}))
@@ -107,6 +110,12 @@ class RequestContext:
         if auth is not None and auth.complete and auth.principal:
             return auth.principal       # the SASL login's, kept by the listener's authenticator
         return getattr(connection, "principal", "User:ANONYMOUS")
+
+    @property
+    def authorizer(self) -> Authorizer:
+        """Who may do what (broker/authorizer): one check at the start of each handler."""
+        from kafkalike.broker.authorizer import ALLOW_ALL
+        return self.services.authorizer or ALLOW_ALL
 
     @property
     def broker_id(self) -> int:

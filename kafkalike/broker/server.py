@@ -16,6 +16,8 @@ from twisted.internet.endpoints import TCP4ServerEndpoint
 
 from kafkalike.broker.admin_manager import AdminManager
 from kafkalike.broker.alter_isr import AlterIsrManager
+from kafkalike.broker.authorizer import acl_authorizer
+from kafkalike.broker.authorizer.acl_authorizer import AclAuthorizer
 from kafkalike.broker.client_quotas import ClientQuotas
 from kafkalike.broker.config import ConfigError, KafkaConfig, api_version_at_least
 from kafkalike.broker.config_changes import ConfigChangeListener
@@ -79,6 +81,7 @@ class KafkaServer:
         self.metrics: BrokerMetrics | None = None
         self.quotas: ClientQuotas | None = None
         self.ports: list = []
+        self.authorizer: AclAuthorizer | None = None
         self._tasks: list[task.LoopingCall] = []
         self.dynamic_config: DynamicBrokerConfig | None = None
         self._config_changes: ConfigChangeListener | None = None
@@ -105,6 +108,7 @@ class KafkaServer:
         try:
             self.listener_security = all_listener_security(cfg)
             outbound.set_default_security(inter_broker_client_security(cfg))
+            self.authorizer = acl_authorizer.from_config(cfg)
         except ConfigError as exc:
             raise StartupError(f"org.apache.kafka.common.config.ConfigException: {exc}") from None
         for warning in cfg.unknown_key_warnings():
@@ -170,12 +174,14 @@ class KafkaServer:
             feature_versioning=api_version_at_least(cfg.inter_broker_protocol_version, "2.7-IV0"))
         self.quotas = ClientQuotas.from_config(cfg)
         await self.quotas.load(self.zk)       # client quotas in force before the listeners open
+        if self.authorizer is not None:
+            await self.authorizer.start(self.zk)     # the ACL cache, before any request is read
         self.services = BrokerServices(
             broker_id=self.broker_id, cluster_id=self.cluster_id, config=cfg, zk=self.zk,
             metadata=self.metadata_cache, replicas=self.replica_manager, logs=self.log_manager,
             topic_configs=self.topic_configs, groups=self.group_coordinator, admin=self.admin,
             controller=controller, producer_ids=self.producer_id_manager, epochs=self.epochs,
-            transactions=self.transaction_coordinator, quotas=self.quotas)
+            transactions=self.transaction_coordinator, quotas=self.quotas, authorizer=self.authorizer)
         load_handlers()
         self.scram_credentials = ScramCredentialCache(self.zk)
         await self.scram_credentials.load_all()
@@ -476,6 +482,8 @@ class KafkaServer:
                 conn.transport.loseConnection()
         if self._config_changes is not None:
             self._config_changes.close()
+        if self.authorizer is not None:
+            self.authorizer.close()
         if self.controller is not None:
             self.controller.shutdown()
         if self.transaction_coordinator is not None:

@@ -18,9 +18,10 @@ from kafkalike.broker import topic_configs
 from kafkalike.broker.admin_manager import AdminError
 from kafkalike.broker.config import BROKER_CONFIG, ConfigType
 from kafkalike.broker.dynamic_config import describe_broker_entries, describe_default_entries
+from kafkalike.broker.authorizer.service import TOPIC, Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.common.resources import ConfigSource, ResourceType
-from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.errors import ErrorCode, default_message
 from kafkalike.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from kafkalike.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kafkalike.protocol.messages.incremental_alter_configs import (IncrementalAlterConfigsRequest,
@@ -51,6 +52,19 @@ def _broker_resource(ctx: RequestContext, name: str) -> bool:
     return False
 
 
+def _authorize(ctx: RequestContext, resource_type: int, name: str, operation: Op) -> None:
+    """Kafka's per-resource check: a topic's configs need the operation on the topic,
+    a broker's or a broker logger's on the cluster."""
+    if resource_type == ResourceType.TOPIC:
+        allowed, code = ctx.authorizer.authorize(ctx, operation, TOPIC, name), ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    elif resource_type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER):
+        allowed, code = ctx.authorizer.authorize_cluster(ctx, operation), ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    else:
+        return
+    if not allowed:
+        raise AdminError(code, default_message(code))
+
+
 @handler(32)
 def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest):
     return defer.ensureDeferred(_describe_configs(ctx, request))
@@ -61,6 +75,7 @@ async def _describe_configs(ctx: RequestContext, request: DescribeConfigsRequest
     for res in request.resources:
         result = _Result(resource_type=res.resource_type, resource_name=res.resource_name, configs=[])
         try:
+            _authorize(ctx, res.resource_type, res.resource_name, Op.DESCRIBE_CONFIGS)
             # Kafka: a null or empty key list asks for every key.
             wanted = set(res.configuration_keys) if res.configuration_keys else None
             if res.resource_type == ResourceType.TOPIC:
@@ -117,6 +132,7 @@ async def _alter_configs(ctx: RequestContext, request: AlterConfigsRequest) -> A
         resp = AlterConfigsResponse.AlterConfigsResourceResponse(resource_type=r.resource_type,
                                                                  resource_name=r.resource_name)
         try:
+            _authorize(ctx, r.resource_type, r.resource_name, Op.ALTER_CONFIGS)
             nulls = [c.name for c in r.configs if c.value is None]
             if nulls:
                 raise AdminError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {','.join(nulls)}")
@@ -147,6 +163,7 @@ async def _incremental_alter_configs(ctx: RequestContext, request: IncrementalAl
         resp = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(resource_type=r.resource_type,
                                                                             resource_name=r.resource_name)
         try:
+            _authorize(ctx, r.resource_type, r.resource_name, Op.ALTER_CONFIGS)
             ops = [(c.name, c.config_operation, c.value) for c in r.configs]
             names = [name for name, _, _ in ops]
             duplicates = list(dict.fromkeys(n for n in names if names.count(n) > 1))

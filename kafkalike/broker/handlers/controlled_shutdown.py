@@ -1,6 +1,7 @@
 """ControlledShutdown (7): a stopping broker asks the controller to move its leaders away."""
 from __future__ import annotations
 
+from kafkalike.broker.authorizer.service import Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.controlled_shutdown import ControlledShutdownRequest, ControlledShutdownResponse
@@ -8,6 +9,8 @@ from kafkalike.protocol.messages.controlled_shutdown import ControlledShutdownRe
 
 @handler(7)
 def handle_controlled_shutdown(ctx: RequestContext, request: ControlledShutdownRequest):
+    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.CLUSTER_ACTION)) is not None:
+        return refused
     controller = ctx.controller
     if not controller.active:
         return ControlledShutdownResponse(error_code=int(ErrorCode.NOT_CONTROLLER))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
+from kafkalike.broker.authorizer.service import Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
@@ -31,6 +32,8 @@ def _fence(ctx: RequestContext, request) -> ErrorCode:
 
 @handler(4)
 def handle_leader_and_isr(ctx: RequestContext, request: LeaderAndIsrRequest):
+    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.CLUSTER_ACTION)) is not None:
+        return refused
     error = _fence(ctx, request)
     if error != ErrorCode.NONE:
         return LeaderAndIsrResponse(error_code=int(error))
@@ -64,6 +67,8 @@ async def _leader_and_isr(ctx: RequestContext, request: LeaderAndIsrRequest) -> 
 
 @handler(5)
 def handle_stop_replica(ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
+    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.CLUSTER_ACTION)) is not None:
+        return refused
     error = _fence(ctx, request)
     if error != ErrorCode.NONE:
         return StopReplicaResponse(error_code=int(error))
@@ -84,6 +89,8 @@ def handle_stop_replica(ctx: RequestContext, request: StopReplicaRequest) -> Sto
 
 @handler(6)
 def handle_update_metadata(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
+    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.CLUSTER_ACTION)) is not None:
+        return refused
     error = _fence(ctx, request)
     if error == ErrorCode.NONE:
         # Kafka's KafkaApis: the cache first, then the groups of deleted topics go, and

@@ -7,6 +7,7 @@ out of the answer, as KafkaApis does.
 """
 from __future__ import annotations
 
+from kafkalike.broker.authorizer.service import Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.controller.leader_election import ElectionResult, ElectionType
 from kafkalike.protocol.errors import ErrorCode
@@ -41,6 +42,8 @@ def _response(results: dict[TopicPartition, ElectionResult], all_partitions: boo
 
 @handler(43)
 def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest):
+    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.ALTER)) is not None:
+        return refused
     wanted = _requested(request)
     all_partitions = wanted is None
     election_type = ElectionType(request.election_type) if ctx.version >= 1 else ElectionType.PREFERRED

@@ -12,6 +12,7 @@ written. With an older inter.broker.protocol.version the whole request is refuse
 """
 from __future__ import annotations
 
+from kafkalike.broker.authorizer.service import Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.common.versions import api_version_at_least
 from kafkalike.protocol.errors import ErrorCode
@@ -43,6 +44,8 @@ def refusal(update) -> str:
 
 @handler(57, error_response=_top_level)
 def handle_update_features(ctx: RequestContext, request: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
+    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.ALTER)) is not None:
+        return refused
     if not ctx.controller.active:
         return _top_level(request, ctx.version, ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER)
     if not api_version_at_least(ctx.config.inter_broker_protocol_version, FEATURE_VERSIONING_SINCE):

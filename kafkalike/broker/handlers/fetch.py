@@ -27,8 +27,9 @@ import logging
 
 from twisted.internet import defer
 
+from kafkalike.broker.authorizer.service import fetch_refused_topics
 from kafkalike.broker.registry import RequestContext, handler
-from kafkalike.broker.replica_manager import FetchParams, FetchSpec
+from kafkalike.broker.replica_manager import FetchParams, FetchResult, FetchSpec
 from kafkalike.common.versions import record_version as _record_version
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.fetch import FetchRequest, FetchResponse
@@ -38,6 +39,7 @@ _Topic = FetchResponse.FetchableTopicResponse
 _Part = FetchResponse.FetchablePartitionResponse
 _Aborted = FetchResponse.AbortedTransaction
 log = logging.getLogger("kafka.server.KafkaApis")
+_REFUSED = FetchResult(error=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 _log_magic = functools.lru_cache(maxsize=64)(_record_version)  # magic of a message.format.version
 
 
@@ -56,10 +58,13 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest):
                          max_bytes, isolation_level=request.isolation_level if ctx.version >= 4 else 0,
                          leader_only=request.replica_id >= 0 or ctx.version < 11)
     order = []
+    refused = fetch_refused_topics(ctx, request.replica_id, (t.topic for t in request.topics))
     for t in request.topics:
         for p in t.partitions:
             tp = (t.topic, p.partition)
             order.append(tp)
+            if t.topic in refused:
+                continue          # answered TOPIC_AUTHORIZATION_FAILED by _answer
             params.partitions[tp] = FetchSpec(p.fetch_offset, p.partition_max_bytes,
                                               p.current_leader_epoch, p.log_start_offset,
                                               p.last_fetched_epoch)
@@ -124,7 +129,7 @@ class _Conversion:
 def _answer(results, order, version: int, convert: _Conversion | None = None) -> FetchResponse:
     topics: list = []
     for topic, partition in order:
-        r = results[(topic, partition)]
+        r = results.get((topic, partition), _REFUSED)
         error, records, offsets_valid = r.error, r.records, True
         if convert is not None:
             error, records, offsets_valid = convert.apply(topic, partition, r)

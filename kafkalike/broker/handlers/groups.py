@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from twisted.internet import defer
 
-from kafkalike.broker.authorized_operations import GROUP_AUTHORIZED_OPERATIONS
+from kafkalike.broker.authorizer.service import GROUP, TRANSACTIONAL_ID, Op
 from kafkalike.broker.handlers.transactions import transaction_coordinator
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.coordinator.config import OFFSETS_TOPIC
@@ -60,6 +60,11 @@ def handle_find_coordinator(ctx: RequestContext, request: FindCoordinatorRequest
     key_type = request.key_type if ctx.version >= 1 else GROUP_KEY_TYPE
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return _coordinator_answer(ErrorCode.INVALID_REQUEST)
+    if key_type == GROUP_KEY_TYPE and not ctx.authorizer.authorize(ctx, Op.DESCRIBE, GROUP, request.key):
+        return _coordinator_answer(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if key_type == TRANSACTION_KEY_TYPE and not ctx.authorizer.authorize(ctx, Op.DESCRIBE, TRANSACTIONAL_ID,
+                                                                         request.key):
+        return _coordinator_answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if key_type == TRANSACTION_KEY_TYPE:
         coordinator = transaction_coordinator(ctx)
         if coordinator is None:
@@ -128,6 +133,8 @@ def _create_internal_topic(ctx: RequestContext, topic: InternalTopic) -> None:
 @handler(11, versions=(0, 7))
 def handle_join_group(ctx: RequestContext, request: JoinGroupRequest):
     version = ctx.version
+    if not ctx.authorizer.authorize(ctx, Op.READ, GROUP, request.group_id):
+        return _join_answer(version, JoinResult("", ErrorCode.GROUP_AUTHORIZATION_FAILED))
     coordinator = coordinator_of(ctx)
     if coordinator is None:
         return _join_answer(version, JoinResult(request.member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE))
@@ -158,6 +165,8 @@ def _join_answer(version: int, r: JoinResult) -> JoinGroupResponse:
 
 @handler(14, versions=(0, 5))
 def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest):
+    if not ctx.authorizer.authorize(ctx, Op.READ, GROUP, request.group_id):
+        return _sync_answer(SyncResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     coordinator = coordinator_of(ctx)
     if coordinator is None:
         return _sync_answer(SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
@@ -181,6 +190,8 @@ def _sync_answer(r: SyncResult) -> SyncGroupResponse:
 
 @handler(12, versions=(0, 4))
 def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    if not ctx.authorizer.authorize(ctx, Op.READ, GROUP, request.group_id):
+        return HeartbeatResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     coordinator = coordinator_of(ctx)
     if coordinator is None:
         return HeartbeatResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
@@ -192,6 +203,8 @@ def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> Heartbea
 
 @handler(13, versions=(0, 4))
 def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+    if not ctx.authorizer.authorize(ctx, Op.READ, GROUP, request.group_id):
+        return LeaveGroupResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     if ctx.version >= 3:
         members = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
@@ -220,7 +233,9 @@ def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsRequest) 
     include_ops = ctx.version >= 3 and request.include_authorized_operations
     out = []
     for group_id in request.groups:
-        if coordinator is None:
+        if not ctx.authorizer.authorize(ctx, Op.DESCRIBE, GROUP, group_id):
+            error, summary = ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+        elif coordinator is None:
             error, summary = ErrorCode.COORDINATOR_NOT_AVAILABLE, None
         else:
             error, summary = coordinator.describe_group(group_id)
@@ -234,7 +249,7 @@ def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsRequest) 
                 client_host=m.client_host, member_metadata=m.metadata, member_assignment=m.assignment)
                 for m in summary.members]
         if include_ops and error == ErrorCode.NONE:
-            described.authorized_operations = GROUP_AUTHORIZED_OPERATIONS
+            described.authorized_operations = ctx.authorizer.authorized_operations(ctx, GROUP, group_id)
         out.append(described)
     return DescribeGroupsResponse(groups=out)
 
@@ -246,6 +261,8 @@ def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListG
         return ListGroupsResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
     states = set(request.states_filter or []) if ctx.version >= 4 else set()
     error, groups = coordinator.list_groups(states)
+    if not ctx.authorizer.authorize_cluster(ctx, Op.DESCRIBE, log_denied=False):
+        groups = [g for g in groups if ctx.authorizer.authorize(ctx, Op.DESCRIBE, GROUP, g.group_id)]
     return ListGroupsResponse(error_code=int(error), groups=[
         ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state)
         for g in groups])
@@ -258,6 +275,8 @@ def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> D
     if coordinator is None:
         errors = {g: ErrorCode.COORDINATOR_NOT_AVAILABLE for g in names}
     else:
-        errors = coordinator.delete_groups(names)
+        allowed = ctx.authorizer.filter(ctx, Op.DELETE, GROUP, names)
+        errors = coordinator.delete_groups([g for g in names if g in allowed])
+        errors.update((g, ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in names if g not in allowed)
     return DeleteGroupsResponse(results=[
         DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=int(errors[g])) for g in names])

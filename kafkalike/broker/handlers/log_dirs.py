@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 
+from kafkalike.broker.authorizer.service import Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
@@ -93,6 +94,8 @@ def _alter_response(errors: dict[tuple[str, int], ErrorCode]) -> AlterReplicaLog
 @handler(34, error_response=_alter_error)
 def handle_alter_replica_log_dirs(ctx: RequestContext,
                                   request: AlterReplicaLogDirsRequest) -> AlterReplicaLogDirsResponse:
+    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.ALTER)) is not None:
+        return refused
     dirs = {absolute: real for absolute, real in configured_log_dirs(ctx)}
     errors: dict[tuple[str, int], ErrorCode] = {}
     for d in request.dirs:

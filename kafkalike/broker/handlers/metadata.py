@@ -1,7 +1,7 @@
 """Metadata (3): brokers, controller and partition leaders, from the metadata cache."""
 from __future__ import annotations
 
-from kafkalike.broker.authorized_operations import CLUSTER_AUTHORIZED_OPERATIONS, TOPIC_AUTHORIZED_OPERATIONS
+from kafkalike.broker.authorizer.service import TOPIC, Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.common.topics import INTERNAL_TOPICS, InvalidTopicName, validate
 from kafkalike.protocol.errors import ErrorCode
@@ -23,18 +23,44 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataRe
         names = [t.name for t in request.topics]
         auto_create = request.allow_auto_topic_creation if ctx.version >= 4 else True
     topics = []
+    refused = _refused(ctx, names, auto_create and request.topics is not None, listed=request.topics is not None
+                       and not (ctx.version == 0 and not request.topics))
     for name in names:
-        topics.append(_describe(ctx, name, listener, auto_create))
+        if name in refused:
+            if refused[name]:    # unauthorized topics of an all-topics request are left out
+                topics.append(_Topic(name=name, error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                                     is_internal=refused[name] == "create" and name in INTERNAL_TOPICS))
+        else:
+            topics.append(_describe(ctx, name, listener, auto_create))
     brokers = [_Broker(node_id=bid, host=ep.host, port=ep.port, rack=rack)
                for bid, ep, rack in cache.broker_endpoints(listener)]
     if ctx.version >= 8 and request.include_topic_authorized_operations:
         for topic in topics:
-            topic.topic_authorized_operations = TOPIC_AUTHORIZED_OPERATIONS
+            if topic.name not in refused:
+                topic.topic_authorized_operations = ctx.authorizer.authorized_operations(ctx, TOPIC, topic.name)
     response = MetadataResponse(brokers=brokers, cluster_id=ctx.cluster_id,
                                 controller_id=cache.controller_id, topics=topics)
     if 8 <= ctx.version <= 10 and request.include_cluster_authorized_operations:
-        response.cluster_authorized_operations = CLUSTER_AUTHORIZED_OPERATIONS
+        response.cluster_authorized_operations = (ctx.authorizer.cluster_operations(ctx)
+                                                  if ctx.authorizer.authorize_cluster(ctx, Op.DESCRIBE) else 0)
     return response
+
+
+def _refused(ctx: RequestContext, names, may_create: bool, listed: bool) -> dict[str, str | None]:
+    """Topics not described, as KafkaApis.handleTopicMetadataRequest: without DESCRIBE
+    ("describe"; None when all topics were asked for: those are left out), or missing
+    ones that would be auto-created without CREATE on the cluster or the topic ("create")."""
+    authz = ctx.authorizer
+    if not authz.enabled:
+        return {}
+    allowed = authz.filter(ctx, Op.DESCRIBE, TOPIC, names)
+    refused: dict[str, str | None] = {n: "describe" if listed else None for n in names if n not in allowed}
+    missing = [n for n in allowed if not ctx.metadata.contains(n)]
+    if may_create and missing and ctx.config.get("auto.create.topics.enable") and not authz.authorize_cluster(
+            ctx, Op.CREATE, log_denied=False):
+        creatable = authz.filter(ctx, Op.CREATE, TOPIC, missing)
+        refused.update((n, "create") for n in missing if n not in creatable)
+    return refused
 
 
 def _describe(ctx: RequestContext, name: str, listener: str, auto_create: bool) -> _Topic:

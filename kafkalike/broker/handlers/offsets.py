@@ -11,6 +11,7 @@ import logging
 from twisted.internet import defer
 
 from kafkalike.broker.handlers.groups import coordinator_of
+from kafkalike.broker.authorizer.service import GROUP, TOPIC, Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.coordinator.group_metadata_manager import java_string_length
 from kafkalike.coordinator.records import NO_LEADER_EPOCH, OffsetAndMetadata
@@ -41,10 +42,16 @@ def _by_topic(pairs) -> dict[str, list]:
 def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest):
     errors: dict[TopicPartition, ErrorCode] = {}
     wanted: dict[TopicPartition, object] = {}
+    if not ctx.authorizer.authorize(ctx, Op.READ, GROUP, request.group_id):
+        return _commit_answer(request, {(t.name, p.partition_index): ErrorCode.GROUP_AUTHORIZATION_FAILED
+                                        for t in request.topics for p in t.partitions})
+    readable = ctx.authorizer.filter(ctx, Op.READ, TOPIC, (t.name for t in request.topics))
     for topic in request.topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if _known(ctx, tp):
+            if topic.name not in readable:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif _known(ctx, tp):
                 wanted[tp] = p
             else:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -106,6 +113,15 @@ def _commit_answer(request: OffsetCommitRequest, errors: dict[TopicPartition, Er
 def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest):
     requested = None if request.topics is None else [
         (t.name, p) for t in request.topics for p in t.partition_indexes]
+    if not ctx.authorizer.authorize(ctx, Op.DESCRIBE, GROUP, request.group_id):
+        return _fetch_answer(ctx.version, [] if ctx.version >= 2 else [
+            (tp, (-1, -1, "", ErrorCode.GROUP_AUTHORIZATION_FAILED)) for tp in requested or []],
+            ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    refused: list[TopicPartition] = []
+    if ctx.authorizer.enabled and requested is not None:
+        describable = ctx.authorizer.filter(ctx, Op.DESCRIBE, TOPIC, (t for t, _ in requested))
+        refused = [tp for tp in requested if tp[0] not in describable]
+        requested = [tp for tp in requested if tp[0] in describable]
     if ctx.version == 0:
         d = defer.ensureDeferred(_fetch_from_zookeeper(ctx, request.group_id, requested or []))
         return d.addCallback(lambda found: _fetch_answer(ctx.version, found.items()))
@@ -120,8 +136,12 @@ def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest):
             return _fetch_answer(ctx.version, [], error)
         # v0-1 have no top-level error: every asked-for partition carries it.
         return _fetch_answer(ctx.version, [(tp, (-1, -1, "", error)) for tp in requested or []])
+    if ctx.authorizer.enabled and request.topics is None:     # all the group's offsets: only describable topics
+        describable = ctx.authorizer.filter(ctx, Op.DESCRIBE, TOPIC, (t for t, _ in found))
+        found = {tp: o for tp, o in found.items() if tp[0] in describable}
     return _fetch_answer(ctx.version, [(tp, (o.offset, o.leader_epoch, o.metadata, o.error))
-                                       for tp, o in found.items()])
+                                       for tp, o in found.items()]
+                         + [(tp, (-1, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for tp in refused])
 
 
 async def _fetch_from_zookeeper(ctx: RequestContext, group_id: str, requested: list[TopicPartition]):
@@ -158,10 +178,15 @@ def _fetch_answer(version: int, entries, error: ErrorCode = ErrorCode.NONE) -> O
 def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
     errors: dict[TopicPartition, ErrorCode] = {}
     eligible: list[TopicPartition] = []
+    if not ctx.authorizer.authorize(ctx, Op.DELETE, GROUP, request.group_id):
+        return OffsetDeleteResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    readable = ctx.authorizer.filter(ctx, Op.READ, TOPIC, (t.name for t in request.topics))
     for topic in request.topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if _known(ctx, tp):
+            if topic.name not in readable:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif _known(ctx, tp):
                 eligible.append(tp)
             else:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -20,6 +20,7 @@ import time
 
 from twisted.internet import defer
 
+from kafkalike.broker.authorizer.service import TOPIC, TRANSACTIONAL_ID, Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.common.topics import INTERNAL_TOPICS
 from kafkalike.common.versions import record_version as _record_version
@@ -42,7 +43,9 @@ _log_magic = functools.lru_cache(maxsize=64)(_record_version)
 
 @handler(0, versions=(0, 9))
 def handle_produce(ctx: RequestContext, request: ProduceRequest):
-    if not request.transactional_id and _has_transactional_records(request):
+    if (not request.transactional_id or not ctx.authorizer.authorize(ctx, Op.WRITE, TRANSACTIONAL_ID,
+                                                                     request.transactional_id)
+            ) and _has_transactional_records(request):
         # Kafka 2.8 authorizes the transactional id first; without one there is nothing to
         # authorize, and the whole request fails (a transaction needs its id's coordinator).
         if request.acks == 0:
@@ -54,10 +57,13 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest):
     entries = {}
     early = {}
     messages = {}
+    writable = ctx.authorizer.filter(ctx, Op.WRITE, TOPIC, (t.name for t in request.topic_data))
     for topic in request.topic_data:
         for p in topic.partition_data:
             tp = (topic.name, p.index)
-            if topic.name in INTERNAL_TOPICS:
+            if topic.name not in writable:
+                early[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif topic.name in INTERNAL_TOPICS:
                 early[tp] = ErrorCode.INVALID_TOPIC_EXCEPTION
             elif p.records is None or (len(p.records) == 0 and ctx.version >= 3):
                 early[tp] = ErrorCode.CORRUPT_MESSAGE

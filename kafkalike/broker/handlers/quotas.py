@@ -13,6 +13,7 @@ from twisted.internet import defer
 
 from kafkalike.broker.admin_quotas import (UNEXPECTED, QuotaAlteration, QuotaAlterationResult, QuotaDescription,
                                            QuotaFilterComponent, QuotaOp)
+from kafkalike.broker.authorizer.service import Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
@@ -32,6 +33,8 @@ def _describe_error(request, version: int, code: ErrorCode,
 
 @handler(48, error_response=_describe_error)
 def handle_describe_client_quotas(ctx: RequestContext, request: DescribeClientQuotasRequest):
+    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.DESCRIBE_CONFIGS)) is not None:
+        return refused
     components = [QuotaFilterComponent(c.entity_type, c.match_type, c.match) for c in request.components]
     d = defer.ensureDeferred(ctx.admin.describe_client_quotas(components, request.strict))
     d.addCallback(_describe_response, request)
@@ -62,6 +65,8 @@ def _alter_error(request, version: int, code: ErrorCode,
 
 @handler(49, error_response=_alter_error)
 def handle_alter_client_quotas(ctx: RequestContext, request: AlterClientQuotasRequest):
+    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.ALTER_CONFIGS)) is not None:
+        return refused
     alterations = [QuotaAlteration(entity=tuple((e.entity_type, e.entity_name) for e in entry.entity),
                                    ops=tuple(QuotaOp(op.key, op.value, op.remove) for op in entry.ops))
                    for entry in request.entries]

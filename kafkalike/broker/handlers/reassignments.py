@@ -8,6 +8,7 @@ default), which the admin client and kafka-reassign-partitions print.
 """
 from __future__ import annotations
 
+from kafkalike.broker.authorizer.service import Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
@@ -35,6 +36,8 @@ def _alter_response(result) -> AlterPartitionReassignmentsResponse:
 
 @handler(45)
 def handle_alter_partition_reassignments(ctx: RequestContext, request: AlterPartitionReassignmentsRequest):
+    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.ALTER)) is not None:
+        return refused
     wanted: dict[TopicPartition, list[int] | None] = {}
     for topic in request.topics:
         for p in topic.partitions:
@@ -58,6 +61,8 @@ def _list_response(result) -> ListPartitionReassignmentsResponse:
 
 @handler(46)
 def handle_list_partition_reassignments(ctx: RequestContext, request: ListPartitionReassignmentsRequest):
+    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.DESCRIBE)) is not None:
+        return refused
     wanted = None if request.topics is None else [
         TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]
     return ctx.controller.list_partition_reassignments(wanted).addCallback(_list_response)

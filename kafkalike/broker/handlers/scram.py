@@ -12,6 +12,7 @@ from twisted.internet import defer
 from kafkalike.broker.admin_quotas import UNEXPECTED
 from kafkalike.broker.admin_scram import (ScramAlterationResult, ScramDeletion, ScramUpsertion,
                                           UserScramCredentials)
+from kafkalike.broker.authorizer.service import Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.alter_user_scram_credentials import (AlterUserScramCredentialsRequest,
@@ -36,6 +37,8 @@ def _describe_error(request, version: int, code: ErrorCode,
 
 @handler(50, error_response=_describe_error)
 def handle_describe_user_scram_credentials(ctx: RequestContext, request: DescribeUserScramCredentialsRequest):
+    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.DESCRIBE)) is not None:
+        return refused
     users = None if request.users is None else [u.name for u in request.users]
     d = defer.ensureDeferred(ctx.admin.describe_user_scram_credentials(users))
     return d.addCallbacks(_describe_response,
@@ -63,6 +66,8 @@ def _alter_error(request, version: int, code: ErrorCode,
 
 @handler(51, error_response=_alter_error)
 def handle_alter_user_scram_credentials(ctx: RequestContext, request: AlterUserScramCredentialsRequest):
+    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.ALTER)) is not None:
+        return refused
     if not ctx.controller.active:
         return _alter_error(request, ctx.version, ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER)
     upsertions = [ScramUpsertion(u.name, u.mechanism, u.iterations, u.salt, u.salted_password)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from twisted.internet import defer
 
 from kafkalike.broker import topic_configs
+from kafkalike.broker.authorizer.service import TOPIC, Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
@@ -31,6 +32,9 @@ async def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
     dup = _duplicates([t.name for t in request.topics])
     results = []
     jobs = []
+    authz = ctx.authorizer
+    creatable = ({t.name for t in request.topics} if authz.authorize_cluster(ctx, Op.CREATE, log_denied=False)
+                 else authz.filter(ctx, Op.CREATE, TOPIC, (t.name for t in request.topics)))
     for t in request.topics:
         res = CreateTopicsResponse.CreatableTopicResult(name=t.name)
         results.append(res)
@@ -39,6 +43,8 @@ async def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
         elif t.name in dup:
             res.error_code, res.error_message = int(ErrorCode.INVALID_REQUEST), \
                 f"Create topics request from client `{ctx.client_id}` contains multiple entries for the following topics: {t.name}"
+        elif t.name not in creatable:
+            res.error_code, res.error_message = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), "Authorization failed."
         else:
             assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
             configs = {c.name: c.value for c in t.configs}
@@ -85,6 +91,7 @@ async def _delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> D
         names = [(n, None) for n in request.topic_names]
     out = []
     jobs = []
+    deletable = ctx.authorizer.filter(ctx, Op.DELETE, TOPIC, (n for n, _ in names if n is not None))
     for name, topic_id in names:
         res = DeleteTopicsResponse.DeletableTopicResult(name=name)
         if topic_id is not None:
@@ -94,6 +101,10 @@ async def _delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> D
             res.error_code = int(ErrorCode.NOT_CONTROLLER)
         elif name is None:
             res.error_code = int(ErrorCode.UNKNOWN_TOPIC_ID)
+        elif name not in deletable:
+            res.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            if topic_id is not None and topic_id.int and not ctx.authorizer.authorize(ctx, Op.DESCRIBE, TOPIC, name):
+                res.name = None          # no DESCRIBE: the name a topic id stands for is not disclosed
         else:
             jobs.append((res, defer.ensureDeferred(ctx.admin.delete_topic(name, request.timeout_ms))))
     for res, job in jobs:
@@ -118,6 +129,10 @@ async def _create_partitions(ctx: RequestContext, request: CreatePartitionsReque
             continue
         if t.name in dup:
             res.error_code, res.error_message = int(ErrorCode.INVALID_REQUEST), "Duplicate topic in request."
+            continue
+        if not ctx.authorizer.authorize(ctx, Op.ALTER, TOPIC, t.name):
+            res.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            res.error_message = "The topic authorization is failed."
             continue
         assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
         r = await ctx.admin.create_partitions(t.name, t.count, assignments,

@@ -23,6 +23,7 @@ import time
 
 from twisted.internet import defer
 
+from kafkalike.broker.authorizer.service import Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.common.topics import OFFSETS_TOPIC
 from kafkalike.common.versions import api_version_at_least, record_version
@@ -60,6 +61,8 @@ def _response(errors: Errors) -> WriteTxnMarkersResponse:
 
 @handler(27, error_response=_markers_error)
 def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkersRequest):
+    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.CLUSTER_ACTION)) is not None:
+        return refused
     if not api_version_at_least(ctx.config.inter_broker_protocol_version, TRANSACTIONS_SINCE):
         # Kafka's ensureInterBrokerVersion: this cluster's protocol cannot carry transactions.
         return _markers_error(request, ctx.version, ErrorCode.UNSUPPORTED_VERSION)

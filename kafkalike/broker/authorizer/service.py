@@ -1,0 +1,109 @@
+"""The authorization service handlers call at their start (Kafka's AuthHelper).
+
+Without authorizer.class.name every request is allowed and the authorized-operations
+fields report every operation a resource type supports, as Kafka 2.8 without an
+authorizer; `AclAuthorizer` overrides `allowed` with its ACL cache. Handlers use the
+helpers here so that each check is one line: `require_cluster`/`require` answer None
+when allowed, else the request's error response with the given code (Kafka's
+authorizeClusterOperation and the whole-request refusals); `filter` splits names by
+permission (filterByAuthorized).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable
+
+from kafkalike.common.acls import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, AclResourceType
+from kafkalike.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kafkalike.broker.registry import RequestContext
+
+Op = AclOperation
+Type = AclResourceType
+TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = Type.TOPIC, Type.GROUP, Type.CLUSTER, Type.TRANSACTIONAL_ID
+
+
+class Authorizer:
+    """No authorizer configured: everything is allowed."""
+
+    enabled = False
+
+    def allowed(self, principal: str, host: str, operation: AclOperation, resource_type: AclResourceType,
+                name: str, *, api: str = "", log_denied: bool = True) -> bool:
+        return True
+
+    def allowed_by_resource_type(self, principal: str, host: str, operation: AclOperation,
+                                 resource_type: AclResourceType) -> bool:
+        return True
+
+    # -- what handlers call ----------------------------------------------------------
+
+    def authorize(self, ctx: RequestContext, operation: AclOperation, resource_type: AclResourceType,
+                  name: str, *, log_denied: bool = True) -> bool:
+        if not self.enabled:
+            return True
+        return self.allowed(ctx.principal, ctx.client_host, operation, resource_type, name,
+                            api=_api_name(ctx), log_denied=log_denied)
+
+    def authorize_cluster(self, ctx: RequestContext, operation: AclOperation, *, log_denied: bool = True) -> bool:
+        return self.authorize(ctx, operation, CLUSTER, CLUSTER_NAME, log_denied=log_denied)
+
+    def filter(self, ctx: RequestContext, operation: AclOperation, resource_type: AclResourceType,
+               names: Iterable[str]) -> set[str]:
+        """The names among `names` the caller may `operation` (each checked once)."""
+        unique = set(names)
+        if not self.enabled:
+            return unique
+        return {n for n in unique if self.authorize(ctx, operation, resource_type, n)}
+
+    def require(self, ctx: RequestContext, request: Any, operation: AclOperation,
+                resource_type: AclResourceType, name: str, code: ErrorCode) -> Any:
+        """None if allowed, else the whole request refused with `code`."""
+        if self.authorize(ctx, operation, resource_type, name):
+            return None
+        return refuse(ctx, request, code)
+
+    def require_cluster(self, ctx: RequestContext, request: Any, operation: AclOperation) -> Any:
+        return self.require(ctx, request, operation, CLUSTER, CLUSTER_NAME, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+
+    def authorized_operations(self, ctx: RequestContext, resource_type: AclResourceType, name: str) -> int:
+        """KIP-430's bit field: bit N set when operation code N is allowed."""
+        field = 0
+        for op in SUPPORTED_OPERATIONS[resource_type]:
+            if not self.enabled or self.allowed(ctx.principal, ctx.client_host, op, resource_type, name,
+                                                log_denied=False):
+                field |= 1 << int(op)
+        return field
+
+    def cluster_operations(self, ctx: RequestContext) -> int:
+        return self.authorized_operations(ctx, CLUSTER, CLUSTER_NAME)
+
+    def close(self) -> None:
+        pass
+
+
+def refuse(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    """The request's own error response carrying `code` (registered per API)."""
+    from kafkalike.broker.registry import HANDLERS
+    return HANDLERS[ctx.api_key].error_response(request, ctx.version, code)
+
+
+def _api_name(ctx: RequestContext) -> str:
+    from kafkalike.protocol.api import APIS
+    spec = APIS.get(ctx.api_key)
+    return spec.name if spec is not None else str(ctx.api_key)
+
+
+ALLOW_ALL = Authorizer()
+
+
+def fetch_refused_topics(ctx: RequestContext, replica_id: int, topics: Iterable[str]) -> set[str]:
+    """Fetch's checks (KafkaApis.handleFetchRequest): a follower needs CLUSTER_ACTION on
+    the cluster, a consumer READ on each topic; the topics answered TOPIC_AUTHORIZATION_FAILED."""
+    authorizer = ctx.authorizer
+    if not authorizer.enabled:
+        return set()
+    names = set(topics)
+    if replica_id >= 0:
+        return set() if authorizer.authorize_cluster(ctx, Op.CLUSTER_ACTION) else names
+    return names - authorizer.filter(ctx, Op.READ, TOPIC, names)
