@@ -182,40 +182,40 @@ class GroupMetadataManager:
     def store_offsets(self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetAndMetadata],
                       callback: Callable[[dict[TopicPartition, ErrorCode]], None]) -> None:
         """Write commits; the cache and the answer change only after acks=all."""
-        accepted = {tp: o for tp, o in offsets.items() if self.valid_metadata(o.metadata)}
-
-        def answer(error: ErrorCode) -> None:
-            callback({tp: error if tp in accepted else ErrorCode.OFFSET_METADATA_TOO_LARGE for tp in offsets})
-
-        if not accepted:
-            answer(ErrorCode.OFFSET_METADATA_TOO_LARGE)
-            return
-        partition = self.partition_for(group.group_id)
-        if self._leader_partition(partition) is None:
-            answer(ErrorCode.NOT_COORDINATOR)
-            return
-        records = [(offset_key(group.group_id, tp[0], tp[1]), offset_value(o)) for tp, o in accepted.items()]
-        group.prepare_offset_commit(accepted)
-
-        def stored(error: ErrorCode, base_offset: int) -> None:
-            if error == ErrorCode.NONE:
-                if not group.is_(DEAD):
-                    for tp, o in accepted.items():
-                        group.on_offset_commit_append(tp, CommitRecord(o, base_offset))
-            else:
-                if not group.is_(DEAD):
-                    for tp, o in accepted.items():
-                        group.fail_pending_offset_write(tp, o)
-                log.debug("Offset commit for group %s failed when appending to log due to %s",
-                          group.group_id, error.name)
-            answer(_OFFSET_WRITE_ERRORS.get(error, error))
-        self._append(partition, records, self.config.commit_required_acks, stored)
+        def stored(accepted: dict[TopicPartition, OffsetAndMetadata], error: ErrorCode, base_offset: int) -> None:
+            for tp, o in accepted.items():
+                if error == ErrorCode.NONE:
+                    group.on_offset_commit_append(tp, CommitRecord(o, base_offset))
+                else:
+                    group.fail_pending_offset_write(tp, o)
+        self._write_offsets(group, offsets, callback, group.prepare_offset_commit, stored, "Offset commit")
 
     def store_txn_offsets(self, group: GroupMetadata, producer_id: int, producer_epoch: int,
                           offsets: dict[TopicPartition, OffsetAndMetadata],
                           callback: Callable[[dict[TopicPartition, ErrorCode]], None]) -> None:
         """TxnOffsetCommit: a transactional batch of the producer; the offsets stay pending
         in the group until complete_transaction() hears of the transaction's marker."""
+        def prepare(accepted: dict[TopicPartition, OffsetAndMetadata]) -> None:
+            self.open_groups_for_producer.setdefault(producer_id, set()).add(group.group_id)
+            group.prepare_txn_offset_commit(producer_id, accepted)
+
+        def stored(accepted: dict[TopicPartition, OffsetAndMetadata], error: ErrorCode, base_offset: int) -> None:
+            for tp, o in accepted.items():
+                if error == ErrorCode.NONE:
+                    group.on_txn_offset_commit_append(producer_id, tp, CommitRecord(o, base_offset))
+                else:
+                    group.fail_pending_txn_offset_commit(producer_id, tp, o)
+        self._write_offsets(group, offsets, callback, prepare, stored, "Transactional offset commit",
+                            producer=(producer_id, producer_epoch))
+
+    def _write_offsets(self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetAndMetadata],
+                       callback: Callable[[dict[TopicPartition, ErrorCode]], None],
+                       prepare: Callable[[dict[TopicPartition, OffsetAndMetadata]], None],
+                       stored: Callable[[dict[TopicPartition, OffsetAndMetadata], ErrorCode, int], None],
+                       what: str, producer: tuple[int, int] | None = None) -> None:
+        """The path both commits share: offsets whose metadata is too large are refused, the
+        rest are `prepare`d in the group, appended as one batch, and `stored` (unless the
+        group died meanwhile) before the answer."""
         accepted = {tp: o for tp, o in offsets.items() if self.valid_metadata(o.metadata)}
 
         def answer(error: ErrorCode) -> None:
@@ -229,22 +229,16 @@ class GroupMetadataManager:
             answer(ErrorCode.NOT_COORDINATOR)
             return
         records = [(offset_key(group.group_id, tp[0], tp[1]), offset_value(o)) for tp, o in accepted.items()]
-        self.open_groups_for_producer.setdefault(producer_id, set()).add(group.group_id)
-        group.prepare_txn_offset_commit(producer_id, accepted)
+        prepare(accepted)
 
-        def stored(error: ErrorCode, base_offset: int) -> None:
+        def appended(error: ErrorCode, base_offset: int) -> None:
             if not group.is_(DEAD):
-                for tp, o in accepted.items():
-                    if error == ErrorCode.NONE:
-                        group.on_txn_offset_commit_append(producer_id, tp, CommitRecord(o, base_offset))
-                    else:
-                        group.fail_pending_txn_offset_commit(producer_id, tp, o)
+                stored(accepted, error, base_offset)
             if error != ErrorCode.NONE:
-                log.debug("Transactional offset commit for group %s failed when appending to log due to %s",
-                          group.group_id, error.name)
+                log.debug("%s for group %s failed when appending to log due to %s", what, group.group_id,
+                          error.name)
             answer(_OFFSET_WRITE_ERRORS.get(error, error))
-        self._append(partition, records, self.config.commit_required_acks, stored,
-                     producer=(producer_id, producer_epoch))
+        self._append(partition, records, self.config.commit_required_acks, appended, producer=producer)
 
     def complete_transaction(self, producer_id: int, partitions: set[int], committed: bool) -> None:
         """Kafka's handleTxnCompletion: a marker of the producer landed on these partitions."""

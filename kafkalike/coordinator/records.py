@@ -77,11 +77,13 @@ class GroupRecord:
     members: list[MemberRecord] = field(default_factory=list)
 
 
-def _prefixed(version: int, message) -> bytes:
+def versioned(version: int, message) -> bytes:
+    """An internal topic's key or value: an int16 schema version, then the message."""
     return _VERSION.pack(version) + message.encode(version)
 
 
-def _split(data) -> tuple[int, memoryview]:
+def split_version(data) -> tuple[int, memoryview]:
+    """The schema version of an internal topic's key or value, and the bytes after it."""
     view = memoryview(data)
     if len(view) < 2:
         raise ProtocolDecodeError("record key or value shorter than its version prefix")
@@ -98,15 +100,15 @@ def _decode(cls, version: int, body):
 # -- keys --------------------------------------------------------------------------------
 
 def offset_key(group: str, topic: str, partition: int) -> bytes:
-    return _prefixed(OFFSET_KEY_VERSION, OffsetCommitKey(group=group, topic=topic, partition=partition))
+    return versioned(OFFSET_KEY_VERSION, OffsetCommitKey(group=group, topic=topic, partition=partition))
 
 
 def group_key(group: str) -> bytes:
-    return _prefixed(GROUP_KEY_VERSION, GroupMetadataKey(group=group))
+    return versioned(GROUP_KEY_VERSION, GroupMetadataKey(group=group))
 
 
 def decode_key(data) -> OffsetKey | GroupKey:
-    version, body = _split(data)
+    version, body = split_version(data)
     if version in (0, 1):
         k = _decode(OffsetCommitKey, version, body)
         return OffsetKey(k.group, k.topic, k.partition)
@@ -119,10 +121,10 @@ def decode_key(data) -> OffsetKey | GroupKey:
 
 def offset_value(offset: OffsetAndMetadata) -> bytes:
     if offset.expire_timestamp is not None:
-        return _prefixed(OFFSET_VALUE_VERSION_WITH_EXPIRY, OffsetCommitValue(
+        return versioned(OFFSET_VALUE_VERSION_WITH_EXPIRY, OffsetCommitValue(
             offset=offset.offset, metadata=offset.metadata, commit_timestamp=offset.commit_timestamp,
             expire_timestamp=offset.expire_timestamp))
-    return _prefixed(OFFSET_VALUE_VERSION, OffsetCommitValue(
+    return versioned(OFFSET_VALUE_VERSION, OffsetCommitValue(
         offset=offset.offset, leader_epoch=offset.leader_epoch, metadata=offset.metadata,
         commit_timestamp=offset.commit_timestamp))
 
@@ -131,7 +133,7 @@ def decode_offset_value(data) -> OffsetAndMetadata | None:
     """None for a tombstone."""
     if data is None:
         return None
-    version, body = _split(data)
+    version, body = split_version(data)
     v = _decode(OffsetCommitValue, version, body)
     return OffsetAndMetadata(
         offset=v.offset,
@@ -150,7 +152,7 @@ def group_value(record: GroupRecord) -> bytes:
         session_timeout=m.session_timeout_ms, subscription=m.subscription, assignment=m.assignment)
         for m in record.members]
     ts = record.current_state_timestamp
-    return _prefixed(GROUP_VALUE_VERSION, GroupMetadataValue(
+    return versioned(GROUP_VALUE_VERSION, GroupMetadataValue(
         protocol_type=record.protocol_type, generation=record.generation, protocol=record.protocol,
         leader=record.leader, current_state_timestamp=-1 if ts is None else ts, members=members))
 
@@ -159,7 +161,7 @@ def decode_group_value(data) -> GroupRecord | None:
     """None for a tombstone (the group was removed)."""
     if data is None:
         return None
-    version, body = _split(data)
+    version, body = split_version(data)
     v = _decode(GroupMetadataValue, version, body)
     members = []
     for m in v.members:

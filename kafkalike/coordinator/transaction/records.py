@@ -7,12 +7,11 @@ transactional id expired.
 """
 from __future__ import annotations
 
-import struct
 from collections import defaultdict
 
 from kafkalike.coordinator.transaction.metadata import (EMPTY, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
                                                         TransactionMetadata, TransactionState, TxnTransitMetadata)
-from kafkalike.protocol.errors import ProtocolDecodeError
+from kafkalike.coordinator.records import split_version, versioned
 from kafkalike.protocol.schema import F, Message, build_classes
 from kafkalike.protocol.types import Reader
 
@@ -37,26 +36,14 @@ TransactionLogValue = build_classes(Message(
 
 KEY_VERSION = 0
 VALUE_VERSION = 1
-_VERSION = struct.Struct(">h")
 
 
 class UnknownTransactionRecord(ValueError):
     """A key or value version this broker cannot read."""
 
 
-def _prefixed(version: int, message) -> bytes:
-    return _VERSION.pack(version) + message.encode(version)
-
-
-def _split(data) -> tuple[int, memoryview]:
-    view = memoryview(data)
-    if len(view) < 2:
-        raise ProtocolDecodeError("record key or value shorter than its version prefix")
-    return _VERSION.unpack_from(view)[0], view[2:]
-
-
 def key_bytes(transactional_id: str) -> bytes:
-    return _prefixed(KEY_VERSION, TransactionLogKey(transactional_id=transactional_id))
+    return versioned(KEY_VERSION, TransactionLogKey(transactional_id=transactional_id))
 
 
 def value_bytes(t: TxnTransitMetadata) -> bytes:
@@ -69,7 +56,7 @@ def value_bytes(t: TxnTransitMetadata) -> bytes:
             by_topic[topic].append(p)
         partitions = [TransactionLogValue.PartitionsSchema(topic=topic, partition_ids=ids)
                       for topic, ids in by_topic.items()]
-    return _prefixed(VALUE_VERSION, TransactionLogValue(
+    return versioned(VALUE_VERSION, TransactionLogValue(
         producer_id=t.producer_id, producer_epoch=t.producer_epoch, transaction_timeout_ms=t.txn_timeout_ms,
         transaction_status=t.txn_state.value, transaction_partitions=partitions,
         transaction_last_update_timestamp_ms=t.txn_last_update_timestamp,
@@ -77,7 +64,7 @@ def value_bytes(t: TxnTransitMetadata) -> bytes:
 
 
 def read_key(data) -> str:
-    version, body = _split(data)
+    version, body = split_version(data)
     if version != KEY_VERSION:
         raise UnknownTransactionRecord(f"Unknown version {version} from the transaction log message")
     return TransactionLogKey.read_from(Reader(body), version).transactional_id
@@ -87,7 +74,7 @@ def read_value(transactional_id: str, data) -> TransactionMetadata | None:
     """None for a tombstone."""
     if data is None:
         return None
-    version, body = _split(data)
+    version, body = split_version(data)
     if not 0 <= version <= VALUE_VERSION:
         raise UnknownTransactionRecord(f"Unknown version {version} from the transaction log message value")
     v = TransactionLogValue.read_from(Reader(body), version)
