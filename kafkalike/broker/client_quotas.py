@@ -25,6 +25,7 @@ on this broker since it started (quotasEnabled); the hot path then costs a dict 
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -406,6 +407,8 @@ class ClientQuotas:
         handler's time, the larger throttle put in the answer's throttle_time_ms and counted
         on its quota's throttle-time sensor. Returns how long to mute the connection."""
         request = self.request
+        if not request.enabled and ctx.throttle_ms <= 0:
+            return 0            # no quota set since start-up: the usual case, one check
         exempt = (ctx.api_key in CLUSTER_ACTIONS or ctx.api_key in SASL_APIS or follower
                   or (ctx.api_key == _PRODUCE_API and response is None))
         if request.enabled and not exempt:
@@ -451,6 +454,9 @@ def _client_part(sanitized: str) -> str:
 
 def _user(ctx: RequestContext) -> str:
     """The sanitized principal name (Kafka's session.sanitizedUser)."""
-    principal = ctx.principal
-    name = principal[5:] if principal.startswith("User:") else principal
-    return sanitize(name)
+    return _sanitized_user(ctx.principal)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sanitized_user(principal: str) -> str:
+    return sanitize(principal[5:] if principal.startswith("User:") else principal)

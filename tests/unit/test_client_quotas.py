@@ -109,3 +109,37 @@ def test_the_answer_carries_the_larger_throttle_and_the_sensor_counts_it():
     bob = SimpleNamespace(principal="User:bob", client_id="x", api_key=0, throttle_ms=0, throttled_by=None)
     quotas.record_produce(bob, 20_000)
     assert quotas.on_response(bob, ProduceResponse(responses=[]), 0.001) == 0
+
+
+class FakeZk:
+    """The /config znodes as kafka-configs writes them (names sanitized)."""
+
+    def __init__(self, znodes: dict[str, dict[str, str]]):
+        self.znodes = znodes
+
+    async def get_entity_names(self, path: str) -> list[str]:
+        prefix = path + "/"
+        return sorted({k[len(prefix):].split("/")[0] for k in self.znodes if k.startswith(prefix)})
+
+    async def get_entity_configs(self, entity_type: str, name: str) -> dict[str, str]:
+        return self.znodes.get(f"{entity_type}/{name}", {})
+
+
+def test_start_up_load_and_change_notifications_follow_zookeeper():
+    import asyncio
+    zk = FakeZk({"clients/my%2Fapp": {"producer_byte_rate": "1024"},
+                 "users/<default>": {"consumer_byte_rate": "2048"},
+                 "users/alice/clients/<default>": {"request_percentage": "12.5"},
+                 "users/alice": {"SCRAM-SHA-256": "salt=...", "producer_byte_rate": "4096"}})
+    quotas = ClientQuotas()
+    asyncio.run(quotas.load(zk))
+    assert quotas.produce.overrides == {(None, "my/app"): 1024.0, ("alice", None): 4096.0}
+    assert quotas.fetch.overrides == {(D, None): 2048.0}
+    assert quotas.request.overrides == {("alice", D): 12.5}
+    # kafka-configs --delete-config producer_byte_rate, then the notification for users/alice
+    zk.znodes["users/alice"] = {"SCRAM-SHA-256": "salt=..."}
+    asyncio.run(quotas.reload_user(zk, "alice"))
+    assert quotas.produce.overrides == {(None, "my/app"): 1024.0}
+    del zk.znodes["clients/my%2Fapp"]
+    asyncio.run(quotas.reload_client(zk, "my%2Fapp"))
+    assert quotas.produce.overrides == {} and quotas.produce.enabled     # enabled until restart, as Kafka
