@@ -112,6 +112,10 @@ class FetchParams:
     # Kafka 2.8 serves a consumer from a follower replica too once the request can carry
     # client metadata (Fetch v11+, KIP-392); followers and older fetches read leaders only.
     leader_only: bool = True
+    # Fetch v0-2 (Kafka's hardMaxBytesLimit): every partition is cut at its max bytes, so
+    # each reads its whole first batch for the answer's down-conversion to cut, not only
+    # the first partition with data.
+    hard_max_bytes_limit: bool = False
 
 
 class DelayedProduce(DelayedOperation):
@@ -370,7 +374,7 @@ class ReplicaManager:
                     data = log_.read(spec.fetch_offset, limit, max_offset=upper,
                                      min_one_batch=first_batch_owed)
                 if data:
-                    first_batch_owed = False
+                    first_batch_owed = params.hard_max_bytes_limit
                     budget -= len(data)
                     if params.replica_id >= 0 and self.leader_quota is not None \
                             and self.leader_quota.is_throttled(*tp):

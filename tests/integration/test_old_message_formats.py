@@ -188,6 +188,26 @@ def test_fetch_v0_to_v2_never_exceed_the_partition_max(conn, topic):
     assert len(records_of(fetch(conn, topic, 0, version=3, partition_max=1000))) == 1   # v3: at least one
 
 
+def test_fetch_v0_to_v2_cut_every_partition_at_its_max(conn):
+    """A partition read after another that returned data is cut at its max too: its too-big
+    message comes as a partial one (the client's cue to raise its fetch size), not nothing."""
+    resp = conn.send(CreateTopicsRequest(timeout_ms=10000, topics=[CreateTopicsRequest.CreatableTopic(
+        name="old-two-parts", num_partitions=2, replication_factor=1, configs=[])]))
+    assert resp.topics[0].error_code == 0, resp
+    for partition, value in ((0, b"small"), (1, b"y" * 3000)):
+        answer = conn.send(ProduceRequest(acks=1, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
+            name="old-two-parts", partition_data=[ProduceRequest.PartitionProduceData(
+                index=partition, records=encode_batch([(None, value, None, TS)]))])]), version=8)
+        assert answer.responses[0].partition_responses[0].error_code == 0
+    resp = conn.send(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, topics=[FetchRequest.FetchTopic(
+        topic="old-two-parts", partitions=[FetchRequest.FetchPartition(partition=p, fetch_offset=0,
+                                                                       partition_max_bytes=1000)
+                                           for p in (0, 1)])]), version=2)
+    first, second = sorted(resp.responses[0].partition_responses, key=lambda p: p.partition)
+    assert [r[3] for r in records_of(first)] == [b"small"]
+    assert len(second.record_set) == 1000 and records_of(second) == []
+
+
 def test_topic_settings_old_fetchers_meet(conn):
     create(conn, "old-no-down-conversion", {"message.downconversion.enable": "false"})
     create(conn, "old-zstd", {"compression.type": "zstd"})

@@ -56,7 +56,8 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest):
             min_bytes = min(min_bytes, max_bytes)
     params = FetchParams(request.replica_id, request.max_wait_ms, min_bytes,
                          max_bytes, isolation_level=request.isolation_level if ctx.version >= 4 else 0,
-                         leader_only=request.replica_id >= 0 or ctx.version < 11)
+                         leader_only=request.replica_id >= 0 or ctx.version < 11,
+                         hard_max_bytes_limit=ctx.version <= 2)
     order = []
     refused = fetch_refused_topics(ctx, request.replica_id, (t.topic for t in request.topics))
     for t in request.topics:
