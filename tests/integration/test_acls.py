@@ -1,0 +1,226 @@
+"""ACLs (issue 16): AclAuthorizer on two real brokers, judged by confluent-kafka, kafka-python
+and kafka-acls.sh.
+
+The brokers talk to each other over SASL_PLAINTEXT as User:admin, a super user; clients
+log in as alice and bob. A client without ACLs is refused every API with the
+*_AUTHORIZATION_FAILED codes and changes nothing (records, znodes); ACLs added with
+kafka-acls --producer/--consumer let confluent-kafka and kafka-python produce and
+consume; prefixed, wildcard and deny ACLs written straight to ZooKeeper with
+--authorizer-properties reach both brokers through the change notifications.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+
+import pytest
+from kazoo.client import KazooClient
+
+from kafkalike.lab.cluster import BrokerProcess
+from kafkalike.lab.zookeeper import free_ports
+from tests.conftest import REPO_ROOT, scratch_dir
+
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" '
+        'user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";')
+TOOL = str(REPO_ROOT / "bin" / "kafka-acls.sh")
+
+
+@pytest.fixture(scope="module")
+def secured(module_zk_chroot):
+    base = scratch_dir("acls")
+    ports = free_ports(4)
+    brokers = []
+    for i in range(2):
+        plain, sasl = ports[2 * i], ports[2 * i + 1]
+        brokers.append(BrokerProcess(i, module_zk_chroot, base, plain, {
+            "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+            "inter.broker.listener.name": "SASL_PLAINTEXT", "sasl.enabled.mechanisms": "PLAIN",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:admin",
+            "offsets.topic.replication.factor": "2", "offsets.topic.num.partitions": "2"}))
+    try:
+        for b in brokers:
+            b.start()
+        for b in brokers:
+            b.wait_ready(60)
+        sasl_ports = [ports[1], ports[3]]
+        config = base / "admin.properties"
+        config.write_text('security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config='
+                          + JAAS.split(" user_")[0] + ";\n")
+        yield {"zk": module_zk_chroot, "sasl": sasl_ports, "brokers": brokers, "admin_config": str(config)}
+    finally:
+        for b in brokers:
+            b.kill()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _conf(env, user: str, port_index: int | None = None) -> dict:
+    ports = env["sasl"] if port_index is None else [env["sasl"][port_index]]
+    return {"bootstrap.servers": ",".join(f"127.0.0.1:{p}" for p in ports), "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": f"{user}-secret"}
+
+
+def _produce(conf: dict, topic: str, n: int = 3):
+    """The delivery errors' codes (None for each delivered record)."""
+    from confluent_kafka import Producer
+    producer = Producer({**conf, "message.timeout.ms": 8000, "acks": "all"})
+    outcome = []
+    for i in range(n):
+        producer.produce(topic, f"v{i}".encode(), on_delivery=lambda err, _m: outcome.append(err and err.code()))
+    producer.flush(15)
+    return outcome
+
+
+def _acls(*args: str, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=60)
+
+
+def _snapshot(zk_connect: str) -> dict:
+    host, _, chroot = zk_connect.partition("/")
+    zk = KazooClient(hosts=host)
+    zk.start(15)
+    out = {}
+    try:
+        def walk(path: str) -> None:
+            data, stat = zk.get(path)
+            out[path] = (data, stat.version)
+            for child in zk.get_children(path):
+                walk(f"{path.rstrip('/')}/{child}")
+        for top in ("brokers/topics", "config", "admin", "kafka-acl", "kafka-acl-extended", "kafka-acl-changes"):
+            if zk.exists(f"/{chroot}/{top}"):
+                walk(f"/{chroot}/{top}")
+    finally:
+        zk.stop()
+        zk.close()
+    return out
+
+
+def test_a_client_without_acls_gets_only_authorization_errors(secured):
+    from confluent_kafka import Consumer, KafkaError
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, AdminClient, ConfigResource
+    from confluent_kafka.admin import NewTopic, ResourcePatternType, ResourceType
+
+    from kafkalike.client.admin import AdminClient as OurAdmin
+    from kafkalike.client.admin import KafkaAdminError
+    admin = AdminClient(_conf(secured, "admin"))
+    admin.create_topics([NewTopic("secret", 2, 2)])["secret"].result(30)
+    time.sleep(1)
+    assert _produce(_conf(secured, "admin"), "secret") == [None, None, None]
+    before = _snapshot(secured["zk"])
+
+    alice = _conf(secured, "alice")
+    assert set(_produce(alice, "secret", 2)) == {KafkaError.TOPIC_AUTHORIZATION_FAILED}
+    consumer = Consumer({**alice, "group.id": "g1", "auto.offset.reset": "earliest"})
+    consumer.subscribe(["secret"])
+    errors = set()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not errors:
+        msg = consumer.poll(1)
+        if msg is not None and msg.error():
+            errors.add(msg.error().code())
+        assert msg is None or msg.error(), "alice read a record"
+    consumer.close()
+    assert errors and errors <= {KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED}
+    their_admin = AdminClient(alice)
+    assert "secret" not in their_admin.list_topics(timeout=10).topics
+
+    def failure(future) -> int:
+        with pytest.raises(Exception) as caught:
+            future.result(15)
+        return caught.value.args[0].code()
+    assert failure(their_admin.create_topics([NewTopic("new-one", 1, 1)])["new-one"]) == \
+        KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert failure(their_admin.delete_topics(["secret"])["secret"]) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    topic = ConfigResource(ConfigResource.Type.TOPIC, "secret")
+    assert failure(their_admin.describe_configs([topic])[topic]) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    altered = ConfigResource(ConfigResource.Type.TOPIC, "secret", set_config={"retention.ms": "1"})
+    assert failure(their_admin.alter_configs([altered])[altered]) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    binding = AclBinding(ResourceType.TOPIC, "secret", ResourcePatternType.LITERAL, "User:alice", "*",
+                         AclOperation.ALL, AclPermissionType.ALLOW)
+    assert failure(their_admin.create_acls([binding])[binding]) == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+    ours = OurAdmin({"bootstrap.servers": alice["bootstrap.servers"], "security.protocol": "SASL_PLAINTEXT",
+                     "sasl.mechanism": "PLAIN", "sasl.jaas.config":
+                     'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" '
+                     'password="alice-secret";', "default.api.timeout.ms": "8000"})
+    try:
+        for call, code in ((lambda: ours.alter_partition_reassignments({("secret", 0): [1, 0]}),
+                            "Cluster authorization failed."),
+                           (lambda: ours.alter_group_offsets("g1", {("secret", 0): 0}), "Group authorization failed.")):
+            try:
+                outcome = call()
+            except KafkaAdminError as exc:
+                outcome = exc
+            assert code in repr(outcome), outcome
+    finally:
+        ours.close()
+    assert _snapshot(secured["zk"]) == before          # nothing alice did reached ZooKeeper
+
+
+def test_kafka_acls_producer_and_consumer_roles_let_clients_in(secured):
+    from kafka import KafkaConsumer
+    add = _acls("--bootstrap-server", f"127.0.0.1:{secured['sasl'][0]}", "--command-config", secured["admin_config"],
+                "--add", "--allow-principal", "User:alice", "--producer", "--topic", "secret")
+    assert add.returncode == 0, add.stdout + add.stderr
+    assert add.stdout.startswith(
+        "Adding ACLs for resource `ResourcePattern(resourceType=TOPIC, name=secret, patternType=LITERAL)`: \n"
+        " \t(principal=User:alice, host=*, operation=CREATE, permissionType=ALLOW)\n"
+        "\t(principal=User:alice, host=*, operation=DESCRIBE, permissionType=ALLOW)\n"
+        "\t(principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW) \n\n"
+        "Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=secret, patternType=LITERAL)`: \n"), \
+        add.stdout
+    assert _produce(_conf(secured, "alice"), "secret") == [None, None, None]
+    add = _acls("--bootstrap-server", f"127.0.0.1:{secured['sasl'][1]}", "--command-config", secured["admin_config"],
+                "--add", "--allow-principal", "User:alice", "--consumer", "--topic", "secret", "--group", "g2")
+    assert add.returncode == 0, add.stdout + add.stderr
+    consumer = KafkaConsumer("secret", bootstrap_servers=[f"127.0.0.1:{p}" for p in secured["sasl"]],
+                             security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN", sasl_plain_username="alice",
+                             sasl_plain_password="alice-secret", group_id="g2", auto_offset_reset="earliest",
+                             consumer_timeout_ms=10000)
+    values = [m.value for m in consumer]
+    consumer.close()
+    assert sorted(values) == sorted([b"v0", b"v1", b"v2"] * 2)
+    # The znode is Kafka's JSON.
+    zk = KazooClient(hosts=secured["zk"])
+    zk.start(15)
+    try:
+        stored = json.loads(zk.get("/kafka-acl/Topic/secret")[0])
+        assert stored["version"] == 1
+        assert {"principal": "User:alice", "permissionType": "Allow", "operation": "Read", "host": "*"} \
+            in stored["acls"]
+        assert zk.get_children("/kafka-acl-changes")
+    finally:
+        zk.stop()
+        zk.close()
+    listed = _acls("--bootstrap-server", f"127.0.0.1:{secured['sasl'][0]}", "--command-config",
+                   secured["admin_config"], "--list", "--topic", "secret")
+    assert "\t(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)" in listed.stdout
+
+
+def test_prefixed_wildcard_and_deny_acls_reach_every_broker_through_zookeeper(secured):
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient(_conf(secured, "admin"))
+    for f in admin.create_topics([NewTopic(t, 1, 2) for t in ("pre-a", "pre-denied", "other")]).values():
+        f.result(30)
+    zk = ["--authorizer-properties", f"zookeeper.connect={secured['zk']}"]
+    for args in (["--add", "--allow-principal", "User:bob", "--operation", "Write", "--topic", "pre-",
+                  "--resource-pattern-type", "prefixed"],
+                 ["--add", "--deny-principal", "User:bob", "--operation", "Write", "--topic", "pre-denied"],
+                 ["--add", "--allow-principal", "User:*", "--operation", "Describe", "--topic", "*"]):
+        done = _acls(*zk, *args)
+        assert done.returncode == 0, done.stdout + done.stderr
+    time.sleep(1)       # the notifications reach both brokers
+    for index in (0, 1):
+        bob = _conf(secured, "bob", index)
+        assert _produce(bob, "pre-a", 1) == [None]
+        assert _produce(bob, "pre-denied", 1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+        assert _produce(bob, "other", 1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+        assert {"pre-a", "other", "secret"} <= set(AdminClient(bob).list_topics(timeout=10).topics)
+    removed = _acls(*zk, "--remove", "--force", "--topic", "pre-", "--resource-pattern-type", "prefixed")
+    assert removed.returncode == 0, removed.stdout + removed.stderr
+    time.sleep(1)
+    assert _produce(_conf(secured, "bob", 1), "pre-a", 1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
