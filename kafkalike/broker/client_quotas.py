@@ -409,9 +409,7 @@ class ClientQuotas:
         request = self.request
         if not request.enabled and ctx.throttle_ms <= 0:
             return 0            # no quota set since start-up: the usual case, one check
-        exempt = (ctx.api_key in CLUSTER_ACTIONS or ctx.api_key in SASL_APIS or follower
-                  or (ctx.api_key == _PRODUCE_API and response is None))
-        if request.enabled and not exempt:
+        if request.enabled and not _exempt(ctx, response, follower):
             percent = handler_seconds * 100.0
             throttle = request.record(_user(ctx), ctx.client_id or "", percent)
             if throttle > 0 and ctx.api_key == _FETCH_API and ctx.throttle_ms == 0:
@@ -428,6 +426,13 @@ class ClientQuotas:
         if manager is not None:
             manager.throttled(_user(ctx), ctx.client_id or "", throttle)
         return throttle
+
+    def on_sent(self, ctx: RequestContext, response, seconds: float, follower: bool = False) -> None:
+        """The time the listener took to encode and write the answer, charged without a
+        throttle check (Kafka's network thread time, recordNoThrottle): it counts from the
+        connection's next request."""
+        if self.request.enabled and not _exempt(ctx, response, follower):
+            self.request.record(_user(ctx), ctx.client_id or "", seconds * 100.0, check=False)
 
     def _empty_fetch(self, ctx: RequestContext, response) -> None:
         """A consumer's fetch throttled for its request time alone is answered empty too,
@@ -446,6 +451,13 @@ class ClientQuotas:
         yield from self.produce.readings("byte-rate")
         yield from self.fetch.readings("byte-rate")
         yield from self.request.readings("request-time")
+
+
+def _exempt(ctx: RequestContext, response, follower: bool) -> bool:
+    """Not charged to the request quota: the cluster's own requests, SASL, follower
+    fetches and acks=0 produces (KafkaApis exempts those from request throttling)."""
+    return (ctx.api_key in CLUSTER_ACTIONS or ctx.api_key in SASL_APIS or follower
+            or (ctx.api_key == _PRODUCE_API and response is None))
 
 
 def _client_part(sanitized: str) -> str:

@@ -230,9 +230,13 @@ class KafkaConnection(SizePrefixedReceiver):
             self._record(slot, slot.ready_at)
             self._mute(throttle_ms)
             return  # acks=0 produce: Kafka sends nothing back
+        encoding = time.monotonic()
         chunks = encode_response(ctx.api_key, slot.version, ctx.correlation_id, response)
         self.transport.writeSequence(size_prefixed(chunks))
-        self._record(slot, time.monotonic())
+        sent = time.monotonic()
+        self._record(slot, sent)
+        if quotas is not None:
+            quotas.on_sent(ctx, response, sent - encoding, slot.follower)
         self._mute(throttle_ms)
 
     def _mute(self, throttle_ms: int) -> None:

@@ -143,3 +143,17 @@ def test_start_up_load_and_change_notifications_follow_zookeeper():
     del zk.znodes["clients/my%2Fapp"]
     asyncio.run(quotas.reload_client(zk, "my%2Fapp"))
     assert quotas.produce.overrides == {} and quotas.produce.enabled     # enabled until restart, as Kafka
+
+
+def test_writing_time_is_charged_without_a_throttle_and_counts_next_time():
+    clock = Clock()
+    quotas = ClientQuotas(QuotaSettings(samples=2, window_s=1), clock=clock)
+    quotas.apply((None, "c"), {"request_percentage": "50"})
+
+    def ctx(api_key=3):
+        return SimpleNamespace(principal="User:ANONYMOUS", client_id="c", api_key=api_key, throttle_ms=0,
+                               throttled_by=None)
+    quotas.on_sent(ctx(), object(), 0.6)                 # 60 % of a second: over, but not checked
+    quotas.on_sent(ctx(api_key=4), object(), 5.0)        # LeaderAndIsr: the cluster's own, exempt
+    assert quotas.request.sensor("ANONYMOUS", "c").rate.measure(clock() * 1000) == pytest.approx(60)
+    assert quotas.on_response(ctx(), object(), 0.0) == 200   # (60 - 50) / 50 x 1 s
