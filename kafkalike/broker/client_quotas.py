@@ -179,9 +179,9 @@ class ClientQuotaManager:
             self._enabled |= _CLIENT
         if bound is None:
             if self.overrides.pop(entity, None) is not None:
-                log.info("Removing %s quota for %s", self.quota_type, _describe(entity))
+                log.info("Removing %s quota for %s", self.quota_type.upper(), _describe(entity))
         elif self.overrides.get(entity) != bound:
-            log.info("Changing %s quota for %s to %s", self.quota_type, _describe(entity), bound)
+            log.info("Changing %s quota for %s to %s", self.quota_type.upper(), _describe(entity), bound)
             self.overrides[entity] = bound
         self._by_client.clear()
         for sensor in self._sensors.values():     # updateQuotaMetricConfigs
@@ -306,13 +306,14 @@ class ClientQuotaManager:
 
 
 def _describe(entity: QuotaEntity) -> str:
+    """Kafka's KafkaQuotaEntity.toString: "user alice client-id app", "default user", ..."""
     user, client = entity
     parts = []
     if user is not None:
-        parts.append("user " + ("<default>" if user == DEFAULT_ENTITY else user))
+        parts.append("default user" if user == DEFAULT_ENTITY else "user " + user)
     if client is not None:
-        parts.append("client-id " + ("<default>" if client == DEFAULT_ENTITY else client))
-    return ", ".join(parts)
+        parts.append("default client-id" if client == DEFAULT_ENTITY else "client-id " + client)
+    return " ".join(parts)
 
 
 @dataclass(frozen=True)

@@ -82,11 +82,18 @@ def quota_metric(broker: Broker, name: str, **labels: str) -> float:
     raise AssertionError(f"no {name}{{{wanted}}} in the broker's metrics")
 
 
-def kafka_configs(bootstrap: str, *argv: str) -> None:
-    done = subprocess.run([str(REPO_ROOT / "bin" / "kafka-configs.sh"), "--bootstrap-server", bootstrap, *argv],
+def kafka_configs(broker: Broker, *argv: str, applied: str) -> None:
+    """Run kafka-configs.sh, then wait for the broker's log to say it applied the change
+    (on the change notification): `applied` is the ClientQuotaManager's line."""
+    log = broker.cluster.brokers[0].server_log
+    seen = log.read_text().count(applied)
+    done = subprocess.run([str(REPO_ROOT / "bin" / "kafka-configs.sh"), "--bootstrap-server", broker.plain, *argv],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    time.sleep(0.5)        # the broker applies it on the change notification
+    deadline = time.monotonic() + 10
+    while log.read_text().count(applied) == seen:
+        assert time.monotonic() < deadline, f"the broker never logged {applied!r}"
+        time.sleep(0.05)
 
 
 def produce_for(bootstrap: str, client_id: str, seconds: float, **extra) -> tuple[float, list[float]]:
@@ -143,8 +150,9 @@ def consume_for(bootstrap: str, client_id: str, seconds: float) -> tuple[float, 
 
 
 def test_producer_byte_rate_of_a_client_id_throttles_it_alone_until_deleted(broker):
-    kafka_configs(broker.plain, "--alter", "--add-config", f"producer_byte_rate={QUOTA}",
-                  "--entity-type", "clients", "--entity-name", "capped-producer")
+    kafka_configs(broker, "--alter", "--add-config", f"producer_byte_rate={QUOTA}",
+                  "--entity-type", "clients", "--entity-name", "capped-producer",
+                  applied=f"Changing PRODUCE quota for client-id capped-producer to {float(QUOTA)}")
     capped, throttles = produce_for(broker.plain, "capped-producer", 4)
     free, free_throttles = produce_for(broker.plain, "free-producer", 2)
     print(f"capped producer {capped:,.0f} B/s (quota {QUOTA:,}), free producer {free:,.0f} B/s; "
@@ -156,8 +164,9 @@ def test_producer_byte_rate_of_a_client_id_throttles_it_alone_until_deleted(brok
     assert quota_metric(broker, "kafka_server_quota_throttle_time", resource="Produce", clientId="capped-producer") > 0
     assert quota_metric(broker, "kafka_server_quota_byte_rate", resource="Produce", clientId="capped-producer") > 0
 
-    kafka_configs(broker.plain, "--alter", "--delete-config", "producer_byte_rate",
-                  "--entity-type", "clients", "--entity-name", "capped-producer")
+    kafka_configs(broker, "--alter", "--delete-config", "producer_byte_rate",
+                  "--entity-type", "clients", "--entity-name", "capped-producer",
+                  applied="Removing PRODUCE quota for client-id capped-producer")
     lifted, lifted_throttles = produce_for(broker.plain, "capped-producer", 2)
     assert lifted > 5 * QUOTA and not any(lifted_throttles), lifted
 
@@ -165,8 +174,9 @@ def test_producer_byte_rate_of_a_client_id_throttles_it_alone_until_deleted(brok
 def test_consumer_byte_rate_of_a_client_id_throttles_its_fetches(broker):
     fill, _ = produce_for(broker.plain, "filler", 2)
     assert fill > 0
-    kafka_configs(broker.plain, "--alter", "--add-config", f"consumer_byte_rate={QUOTA}",
-                  "--entity-type", "clients", "--entity-name", "slow-reader")
+    kafka_configs(broker, "--alter", "--add-config", f"consumer_byte_rate={QUOTA}",
+                  "--entity-type", "clients", "--entity-name", "slow-reader",
+                  applied=f"Changing FETCH quota for client-id slow-reader to {float(QUOTA)}")
     slow, throttles = consume_for(broker.plain, "slow-reader", 4)
     fast, fast_throttles = consume_for(broker.plain, "fast-reader", 2)
     print(f"capped consumer {slow:,.0f} B/s (quota {QUOTA:,}), free consumer {fast:,.0f} B/s")
@@ -176,8 +186,9 @@ def test_consumer_byte_rate_of_a_client_id_throttles_its_fetches(broker):
 
 
 def test_a_user_quota_applies_by_sasl_principal(broker):
-    kafka_configs(broker.plain, "--alter", "--add-config", f"producer_byte_rate={QUOTA}",
-                  "--entity-type", "users", "--entity-name", "alice")
+    kafka_configs(broker, "--alter", "--add-config", f"producer_byte_rate={QUOTA}",
+                  "--entity-type", "users", "--entity-name", "alice",
+                  applied=f"Changing PRODUCE quota for user alice to {float(QUOTA)}")
     alice, throttles = produce_for(broker.sasl, "shared-app", 3, **SASL_ALICE)
     admin, admin_throttles = produce_for(broker.sasl, "shared-app", 2, **SASL_ADMIN)
     anonymous, _ = produce_for(broker.plain, "shared-app", 2)
@@ -213,8 +224,9 @@ def metadata_twice(bootstrap: str, client_id: str) -> list[tuple[float, int]]:
 
 
 def test_request_percentage_answers_at_once_then_mutes_the_connection(broker):
-    kafka_configs(broker.plain, "--alter", "--add-config", "request_percentage=0.001",
-                  "--entity-type", "clients", "--entity-name", "chatty")
+    kafka_configs(broker, "--alter", "--add-config", "request_percentage=0.001",
+                  "--entity-type", "clients", "--entity-name", "chatty",
+                  applied="Changing REQUEST quota for client-id chatty to 0.001")
     (first_at, first_throttle), (second_at, _) = metadata_twice(broker.plain, "chatty")
     # Any handling time is far over 0.001 % of a thread; the request quota's throttle is
     # capped at one quota window (1 s). KIP-219: the answer is not held back, the next
