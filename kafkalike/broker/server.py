@@ -21,7 +21,7 @@ from kafkalike.broker.authorizer.acl_authorizer import AclAuthorizer
 from kafkalike.broker.client_quotas import ClientQuotas
 from kafkalike.broker.config import ConfigError, KafkaConfig, api_version_at_least
 from kafkalike.broker.config_changes import ConfigChangeListener
-from kafkalike.broker.dynamic_config import LOG_CONFIGS, DynamicBrokerConfig
+from kafkalike.broker.dynamic_config import LISTENER_CONFIGS, LOG_CONFIGS, DynamicBrokerConfig
 from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.broker.metadata_cache import MetadataCache
 from kafkalike.broker.metrics import BrokerMetrics, start_metrics
@@ -252,17 +252,51 @@ class KafkaServer:
         self._unclaimed_log_dirs = []
 
     async def _listen(self) -> None:
-        # The sockets and what is registered stay as bound here: a dynamic listeners or
-        # advertised.listeners change is stored and takes effect at the next start.
         self._advertised_listeners = self.config.advertised_listeners
         for ep in self.config.listeners:
-            factory = listening_factory(self.services, self.config.get("socket.request.max.bytes"),
-                                        self.listener_security.get(ep.listener_name), ep.listener_name,
-                                        self.reactor)
-            endpoint = TCP4ServerEndpoint(self.reactor, ep.port, interface=ep.host or "")
-            port = await endpoint.listen(factory)
-            self.ports.append(port)
-            log.info("Awaiting socket connections on %s:%d.", ep.host or "0.0.0.0", port.getHost().port)
+            await self._open_listener(ep)
+
+    async def _open_listener(self, ep) -> None:
+        factory = listening_factory(self.services, self.config.get("socket.request.max.bytes"),
+                                    self.listener_security.get(ep.listener_name), ep.listener_name, self.reactor)
+        factory.endpoint = ep
+        endpoint = TCP4ServerEndpoint(self.reactor, ep.port, interface=ep.host or "")
+        port = await endpoint.listen(factory)
+        self.ports.append(port)
+        log.info("Awaiting socket connections on %s:%d.", ep.host or "0.0.0.0", port.getHost().port)
+
+    async def _close_listener(self, port) -> None:
+        self.ports.remove(port)
+        await port.stopListening()
+        for conn in list(port.factory.connections):
+            conn.transport.loseConnection()
+
+    def _listeners_changed(self, changed: set[str]) -> None:
+        d = defer.ensureDeferred(self._reconfigure_listeners())
+        d.addErrback(lambda f: log.error("Failed to apply the new listeners: %s", f.getTraceback()))
+
+    async def _reconfigure_listeners(self) -> None:
+        """DynamicListenerConfig.reconfigure: listeners removed from `listeners` stop (and
+        their connections close), new ones open with their security, then the registration
+        in ZooKeeper is rewritten, so the controller tells every broker the new addresses."""
+        wanted = {ep.listener_name: ep for ep in self.config.listeners}
+        bound = {port.factory.listener_name: port for port in self.ports}
+        removed = [port for name, port in bound.items()
+                   if name not in wanted or (wanted[name].host, wanted[name].port) !=
+                   (port.factory.endpoint.host, port.factory.endpoint.port)]
+        if removed:
+            log.info("Removing data-plane listeners for endpoints %s",
+                     ",".join(p.factory.endpoint.connection_string for p in removed))
+        for port in removed:
+            await self._close_listener(port)
+        added = [ep for name, ep in wanted.items() if name not in bound or bound[name] in removed]
+        if added:
+            log.info("Adding data-plane listeners for endpoints %s", ",".join(e.connection_string for e in added))
+            self.listener_security = all_listener_security(self.config)
+        for ep in added:
+            await self._open_listener(ep)
+        self._advertised_listeners = self.config.advertised_listeners
+        await self.zk.update_broker_info(self._registration())
 
     def _registration(self) -> BrokerRegistration:
         endpoints = []
@@ -338,6 +372,7 @@ class KafkaServer:
         self.topic_configs.set_defaults(default_log_config(cfg))
         self.dynamic_config.add_reconfigurable(LOG_CONFIGS, self._log_defaults_changed)
         self.dynamic_config.add_reconfigurable({"log.cleaner.backoff.ms"}, self._cleaner_changed)
+        self.dynamic_config.add_reconfigurable(LISTENER_CONFIGS, self._listeners_changed)
 
     async def _reload_topic_config(self, topic: str) -> None:
         """A change notification for topics/<topic>: re-read its overrides if we host it

@@ -25,6 +25,7 @@ from kafkalike.controller.leader_election import (
     plan_election,
     rebalance_candidates,
 )
+from kafkalike.zkdata.broker_registration import BrokerIdZNode
 from kafkalike.zkdata.kafka_json import ZNodeDecodeError
 from kafkalike.zkdata.ids import new_topic_id, uuid_to_base64
 from kafkalike.zkdata.topic_znodes import LeaderIsrAndControllerEpoch, PartitionAssignment, TopicPartition
@@ -56,6 +57,7 @@ class KafkaController(ReassignmentSteps):
         self._stopped = False
         self._watches: list = []
         self._topic_watches: dict = {}
+        self._broker_watches: dict = {}     # broker id -> data watch on /brokers/ids/<id>
         self.idle = defer.Deferred()
         self.auto_leader_rebalance_enable = auto_leader_rebalance_enable
         self.leader_imbalance_check_interval = leader_imbalance_check_interval_seconds
@@ -146,9 +148,9 @@ class KafkaController(ReassignmentSteps):
         if self.active:
             log.info("[Controller id=%d] Resigning", self.broker_id)
         self.active = False
-        for watch in self._watches + list(self._topic_watches.values()):
+        for watch in self._watches + list(self._topic_watches.values()) + list(self._broker_watches.values()):
             watch.cancel()
-        self._watches, self._topic_watches = [], {}
+        self._watches, self._topic_watches, self._broker_watches = [], {}, {}
         self._stop_auto_rebalance()
         if self.channels is not None:
             self.channels.shutdown()
@@ -166,6 +168,7 @@ class KafkaController(ReassignmentSteps):
         await self._set_feature_versioning()
         for entry in await zk.get_all_brokers_and_epochs():
             self._add_live_broker(entry.broker, entry.epoch)
+        await self._watch_brokers()
         topics = set(await zk.get_all_topics())
         await self._load_topics(topics)
         # Reassignments in flight are in the topic znodes (adding/removing replicas).
@@ -250,6 +253,10 @@ class KafkaController(ReassignmentSteps):
                  ",".join(map(str, sorted(dead))), ",".join(map(str, sorted(bounced))),
                  ",".join(map(str, sorted(current))))
         if dead or bounced:
+            for b in dead:
+                watch = self._broker_watches.pop(b, None)
+                if watch is not None:
+                    watch.cancel()
             for b in dead + bounced:
                 self.ctx.live_brokers.pop(b, None)
                 self.ctx.broker_epochs.pop(b, None)
@@ -260,7 +267,31 @@ class KafkaController(ReassignmentSteps):
         if new or bounced:
             for b in new + bounced:
                 self._add_live_broker(*current[b])
+            await self._watch_brokers()
             await self._on_brokers_startup(new + bounced)
+
+    async def _watch_brokers(self) -> None:
+        """Kafka's BrokerModificationsHandler: a data watch on each live broker's znode, so
+        a broker that changes its listeners live (a dynamic config) is seen by everyone."""
+        for b in sorted(self.ctx.live_brokers):
+            if b not in self._broker_watches:
+                self._broker_watches[b] = await self.zk.watch_data(
+                    BrokerIdZNode.path(b), lambda *_, b=b: self.put("BrokerModifications", self._on_broker_modification, b))
+
+    async def _on_broker_modification(self, broker_id: int) -> None:
+        """processBrokerModification: a live broker rewrote its registration (same epoch);
+        its new endpoints reach every broker's metadata through UpdateMetadata."""
+        if not self.active:
+            return
+        found = {e.broker.id: e for e in await self.zk.get_all_brokers_and_epochs()}
+        entry = found.get(broker_id)
+        old = self.ctx.live_brokers.get(broker_id)
+        if entry is None or old is None or entry.epoch != self.ctx.broker_epochs.get(broker_id) or entry.broker == old:
+            return     # gone or bounced (BrokerChange handles those), or nothing new
+        log.info("[Controller id=%d] Updated broker metadata: %s -> %s", self.broker_id, old, entry.broker)
+        self._add_live_broker(entry.broker, entry.epoch)
+        log.info("[Controller id=%d] Broker info update callback for %d", self.broker_id, broker_id)
+        self._send_update_metadata(self.ctx.live_ids, [])
 
     async def _on_brokers_startup(self, brokers: list[int]) -> None:
         # New brokers learn everything; the others learn about the new brokers.
