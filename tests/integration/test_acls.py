@@ -224,3 +224,28 @@ def test_prefixed_wildcard_and_deny_acls_reach_every_broker_through_zookeeper(se
     assert removed.returncode == 0, removed.stdout + removed.stderr
     time.sleep(1)
     assert _produce(_conf(secured, "bob", 1), "pre-a", 1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+
+
+def test_transactional_and_idempotent_producers_need_their_acls(secured):
+    from confluent_kafka import KafkaError, KafkaException, Producer
+    alice = _conf(secured, "alice")
+    producer = Producer({**alice, "transactional.id": "tx-1"})
+    with pytest.raises(KafkaException) as refused:
+        producer.init_transactions(15)
+    assert refused.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    # bob has no WRITE anywhere now: InitProducerId without a transactional id is refused (KIP-679)
+    with pytest.raises(KafkaException) as fatal:
+        _produce({**_conf(secured, "bob"), "enable.idempotence": True}, "other", 1)
+    assert fatal.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    # alice may WRITE secret, which is enough for an idempotent producer without IDEMPOTENT_WRITE
+    assert _produce({**alice, "enable.idempotence": True}, "secret", 1) == [None]
+    done = _acls("--bootstrap-server", f"127.0.0.1:{secured['sasl'][0]}", "--command-config",
+                 secured["admin_config"], "--add", "--allow-principal", "User:alice", "--producer", "--topic", "secret",
+                 "--transactional-id", "tx-1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ResourcePattern(resourceType=TRANSACTIONAL_ID, name=tx-1, patternType=LITERAL)" in done.stdout
+    producer = Producer({**alice, "transactional.id": "tx-1"})
+    producer.init_transactions(15)
+    producer.begin_transaction()
+    producer.produce("secret", b"in-a-transaction")
+    producer.commit_transaction(15)

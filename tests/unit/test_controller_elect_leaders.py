@@ -9,6 +9,7 @@ import pytest
 from twisted.internet import defer
 from twisted.internet.task import Clock
 
+from kafkalike.broker.authorizer import ALLOW_ALL
 from kafkalike.broker.handlers.elect_leaders import handle_elect_leaders
 from kafkalike.controller import requests as reqs
 from kafkalike.controller.context import OFFLINE, ONLINE, ControllerContext
@@ -248,6 +249,7 @@ class FakeRequestContext:
         self.controller = controller
         self.metadata = None
         self.version = version
+        self.authorizer = ALLOW_ALL
 
 
 def test_handler_leaves_out_partitions_needing_no_election_when_asked_for_all(cluster):

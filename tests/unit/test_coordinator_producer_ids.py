@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 from twisted.internet import defer
 
+from kafkalike.broker.authorizer import ALLOW_ALL
 from kafkalike.broker.handlers.init_producer_id import handle_init_producer_id
 from kafkalike.coordinator.producer_id_manager import ProducerIdManager
 from kafkalike.protocol.errors import ErrorCode
@@ -100,7 +101,8 @@ def test_a_failed_claim_fails_the_waiting_requests_and_the_next_request_retries(
 
 
 def call(version: int, **fields):
-    ctx = SimpleNamespace(version=version, producer_ids=ProducerIdManager(0, MemoryStore()), transactions=None)
+    ctx = SimpleNamespace(version=version, producer_ids=ProducerIdManager(0, MemoryStore()), transactions=None,
+                          authorizer=ALLOW_ALL)
     result = handle_init_producer_id(ctx, InitProducerIdRequest(transaction_timeout_ms=60000, **fields))
     if isinstance(result, defer.Deferred):
         out: list = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from kafkalike.broker.authorizer import ALLOW_ALL
 from kafkalike.broker.handlers.controller_requests import handle_update_metadata
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.update_metadata import UpdateMetadataRequest
@@ -20,7 +21,7 @@ def deliver(broker_epoch_known: int, request_broker_epoch: int, controller_epoch
     server = SimpleNamespace(broker_epoch=broker_epoch_known, controller_epoch_seen=controller_epoch_seen)
     ctx = SimpleNamespace(epochs=server, version=7,
                           metadata=SimpleNamespace(update=lambda request, version: applied.append(request)),
-                          groups=None, admin=SimpleNamespace(on_metadata_update=lambda: None))
+                          groups=None, admin=SimpleNamespace(on_metadata_update=lambda: None), authorizer=ALLOW_ALL)
     request = UpdateMetadataRequest(controller_id=1, controller_epoch=controller_epoch,
                                     broker_epoch=request_broker_epoch, topic_states=[], live_brokers=[])
     response = handle_update_metadata(ctx, request)

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 from twisted.internet import defer
 
+from kafkalike.broker.authorizer import ALLOW_ALL
 from kafkalike.broker.handlers.init_producer_id import handle_init_producer_id
 from kafkalike.broker.handlers.transactions import (handle_add_offsets_to_txn, handle_add_partitions_to_txn,
                                                     handle_end_txn)
@@ -44,7 +45,7 @@ def ctx(version: int, coordinator=None):
     metadata = SimpleNamespace(partition=lambda t, p: object() if (t, p) in known else None)
     groups = SimpleNamespace(partition_for=lambda group: 7, active=True)
     return SimpleNamespace(version=version, transactions=coordinator or FencingCoordinator(), metadata=metadata,
-                           groups=groups)
+                           groups=groups, authorizer=ALLOW_ALL)
 
 
 def answer(result):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable
 
 from kafkalike.common.acls import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, AclResourceType
-from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.errors import ErrorCode, KafkaProtocolError
 
 if TYPE_CHECKING:
     from kafkalike.broker.registry import RequestContext
@@ -65,6 +65,11 @@ class Authorizer:
 
     def require_cluster(self, ctx: RequestContext, request: Any, operation: AclOperation) -> Any:
         return self.require(ctx, request, operation, CLUSTER, CLUSTER_NAME, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+
+    def check_topic(self, ctx: RequestContext, operation: AclOperation, topic: str) -> None:
+        """For per-partition loops whose errors are exceptions: KafkaProtocolError(TOPIC_AUTHORIZATION_FAILED)."""
+        if self.enabled and not self.authorize(ctx, operation, TOPIC, topic):
+            raise KafkaProtocolError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
     def authorized_operations(self, ctx: RequestContext, resource_type: AclResourceType, name: str) -> int:
         """KIP-430's bit field: bit N set when operation code N is allowed."""

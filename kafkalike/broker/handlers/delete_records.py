@@ -1,6 +1,7 @@
 """DeleteRecords (21): move a partition's log start offset forward."""
 from __future__ import annotations
 
+from kafkalike.broker.authorizer.service import Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.broker.replica_manager import error_for
 from kafkalike.protocol.errors import ErrorCode
@@ -20,6 +21,7 @@ def handle_delete_records(ctx: RequestContext, request: DeleteRecordsRequest) ->
             res = DeleteRecordsResponse.DeleteRecordsPartitionResult(partition_index=p.partition_index,
                                                                      low_watermark=-1)
             try:
+                ctx.authorizer.check_topic(ctx, Op.DELETE, t.name)
                 part = rm.leader_partition((t.name, p.partition_index), known)
                 target = part.high_watermark if p.offset == HIGH_WATERMARK else p.offset
                 if target < 0 or target > part.high_watermark:

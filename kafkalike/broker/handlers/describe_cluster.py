@@ -1,7 +1,7 @@
 """DescribeCluster (60): the brokers and controller as this broker knows them."""
 from __future__ import annotations
 
-from kafkalike.broker.authorized_operations import CLUSTER_AUTHORIZED_OPERATIONS
+from kafkalike.broker.authorizer.service import Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 
@@ -15,5 +15,6 @@ def handle_describe_cluster(ctx: RequestContext, request: DescribeClusterRequest
     response = DescribeClusterResponse(error_code=0, cluster_id=ctx.cluster_id,
                                        controller_id=cache.controller_id, brokers=brokers)
     if request.include_cluster_authorized_operations:
-        response.cluster_authorized_operations = CLUSTER_AUTHORIZED_OPERATIONS
+        response.cluster_authorized_operations = (ctx.authorizer.cluster_operations(ctx)
+                                                  if ctx.authorizer.authorize_cluster(ctx, Op.DESCRIBE) else 0)
     return response

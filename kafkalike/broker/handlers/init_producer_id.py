@@ -19,6 +19,7 @@ from __future__ import annotations
 from twisted.internet import defer
 
 from kafkalike.broker.handlers.transactions import fenced_for, transaction_coordinator
+from kafkalike.broker.authorizer.service import TOPIC, TRANSACTIONAL_ID, Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
@@ -45,6 +46,8 @@ def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest)
     if request.transactional_id is not None:
         if request.transactional_id == "":
             return _error(ErrorCode.INVALID_REQUEST)
+        if not ctx.authorizer.authorize(ctx, Op.WRITE, TRANSACTIONAL_ID, request.transactional_id):
+            return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         coordinator = transaction_coordinator(ctx)
         if coordinator is None:
             return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -53,6 +56,10 @@ def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest)
         return d.addCallback(lambda r: InitProducerIdResponse(
             error_code=int(fenced_for(ctx.version, 4, r.error)), producer_id=r.producer_id,
             producer_epoch=r.producer_epoch))
+    authz = ctx.authorizer
+    if not authz.authorize_cluster(ctx, Op.IDEMPOTENT_WRITE, log_denied=False) and not (
+            authz.allowed_by_resource_type(ctx.principal, ctx.client_host, Op.WRITE, TOPIC)):
+        return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)     # KIP-679: WRITE on some topic is enough
     manager = ctx.producer_ids
     if manager is None:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from kafkalike.broker.authorizer.service import Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.broker.replica_manager import READ_COMMITTED, error_for
 from kafkalike.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
@@ -30,6 +31,7 @@ def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> Lis
         for p in t.partitions:
             resp = _Part(partition_index=p.partition_index)
             try:
+                ctx.authorizer.check_topic(ctx, Op.DESCRIBE, t.name)
                 part = rm.leader_partition((t.name, p.partition_index), known)
                 part.check_leader_epoch(p.current_leader_epoch)
                 committed = ctx.version >= 2 and request.isolation_level == READ_COMMITTED

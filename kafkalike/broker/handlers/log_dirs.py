@@ -45,6 +45,8 @@ def configured_log_dirs(ctx: RequestContext) -> list[tuple[str, str]]:
 
 @handler(35)
 def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+    if not ctx.authorizer.authorize_cluster(ctx, Op.DESCRIBE):
+        return DescribeLogDirsResponse(results=[])      # Kafka 2.8 answers no log dirs (no error field before v3)
     logs = ctx.logs.logs
     if request.topics is None:
         wanted = set(logs)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
+from kafkalike.broker.authorizer.service import GROUP, TOPIC, TRANSACTIONAL_ID, Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.coordinator.config import OFFSETS_TOPIC
 from kafkalike.coordinator.records import NO_LEADER_EPOCH, OffsetAndMetadata
@@ -61,15 +62,20 @@ def _add_partitions_error(request, version: int, code: ErrorCode) -> AddPartitio
 
 @handler(24, error_response=_add_partitions_error)
 def handle_add_partitions_to_txn(ctx: RequestContext, request: AddPartitionsToTxnRequest):
-    # Unknown partitions fail the whole request before the coordinator hears of it.
+    # Unknown and unauthorized partitions fail the whole request before the coordinator hears of it.
+    if (refused := ctx.authorizer.require(ctx, request, Op.WRITE, TRANSACTIONAL_ID, request.transactional_id,
+                                          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)) is not None:
+        return refused
+    writable = ctx.authorizer.filter(ctx, Op.WRITE, TOPIC, (t.name for t in request.topics))
     errors: dict[str, dict[int, ErrorCode]] = {}
     unknown = False
     for t in request.topics:
         for p in t.partitions:
-            known = _known(ctx, t.name, p)
+            known = _known(ctx, t.name, p) and t.name in writable
             unknown |= not known
-            errors.setdefault(t.name, {})[p] = (ErrorCode.OPERATION_NOT_ATTEMPTED if known
-                                                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            errors.setdefault(t.name, {})[p] = (
+                ErrorCode.OPERATION_NOT_ATTEMPTED if known else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                if t.name not in writable else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if unknown:
         return _add_partitions_response(errors)
     coordinator = transaction_coordinator(ctx)
@@ -86,6 +92,10 @@ def handle_add_partitions_to_txn(ctx: RequestContext, request: AddPartitionsToTx
 
 @handler(25)
 def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTxnRequest):
+    if not ctx.authorizer.authorize(ctx, Op.WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        return AddOffsetsToTxnResponse(error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+    if not ctx.authorizer.authorize(ctx, Op.READ, GROUP, request.group_id):
+        return AddOffsetsToTxnResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     coordinator = transaction_coordinator(ctx)
     groups = ctx.groups
     if coordinator is None or groups is None:
@@ -98,6 +108,8 @@ def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTxnReque
 
 @handler(26)
 def handle_end_txn(ctx: RequestContext, request: EndTxnRequest):
+    if not ctx.authorizer.authorize(ctx, Op.WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        return EndTxnResponse(error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
     coordinator = transaction_coordinator(ctx)
     if coordinator is None:
         return EndTxnResponse(error_code=int(_coordinator_error(request.transactional_id)))
@@ -128,10 +140,19 @@ def _txn_commit_error(request, version: int, code: ErrorCode) -> TxnOffsetCommit
 def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitRequest):
     errors: dict[tuple[str, int], ErrorCode] = {}
     wanted = {}
+    if (refused := ctx.authorizer.require(ctx, request, Op.WRITE, TRANSACTIONAL_ID, request.transactional_id,
+                                          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)) is not None:
+        return refused
+    if (refused := ctx.authorizer.require(ctx, request, Op.READ, GROUP, request.group_id,
+                                          ErrorCode.GROUP_AUTHORIZATION_FAILED)) is not None:
+        return refused
+    readable = ctx.authorizer.filter(ctx, Op.READ, TOPIC, (t.name for t in request.topics))
     for t in request.topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if _known(ctx, *tp):
+            if t.name not in readable:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif _known(ctx, *tp):
                 wanted[tp] = p
             else:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
