@@ -31,6 +31,7 @@ from kafkalike.cli.argparse4j import INTEGER, LONG, ArgumentParser
 from kafkalike.cli.joptions import parse_key_values
 from kafkalike.cli.tool_main import run_tool
 from kafkalike.client.producer import KafkaProducer
+from kafkalike.client.metrics import by_name
 from kafkalike.properties import load as load_properties
 
 BYTES_SERIALIZER = "org.apache.kafka.common.serialization.ByteArraySerializer"
@@ -271,7 +272,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     if args.print_metrics:
         producer.flush()
         stats.print_total()
-        print_metrics(producer.metrics(), out)
+        print_metrics(by_name(producer.metrics()), out)
         producer.close()
     else:
         producer.close()

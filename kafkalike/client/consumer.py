@@ -41,6 +41,15 @@ from kafkalike.client.errors import (
     InvalidGroupIdError,
     KafkaTimeoutError,
 )
+from kafkalike.client.metrics import (
+    CONSUMER,
+    CoordinatorMetrics,
+    FetchMetrics,
+    KafkaMetric,
+    MetricName,
+    Metrics,
+    network_sensors,
+)
 from kafkalike.client.fetcher import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -139,6 +148,9 @@ class KafkaConsumer:
         self._net = ConsumerNetworkClient(client, self._metadata, allow_auto_create=cfg["allow.auto.create.topics"],
                                           log_prefix=self._log_prefix)
         self._subscriptions = SubscriptionState(cfg["auto.offset.reset"])
+        self._metrics = Metrics(self.client_id, window_ms=cfg["metrics.sample.window.ms"],
+                                samples=cfg["metrics.num.samples"])
+        client.byte_sensors = network_sensors(self._metrics, CONSUMER)
         self._fetcher = Fetcher(
             self._net, self._subscriptions,
             key_deserializer=resolve_deserializer(cfg["key.deserializer"], cfg, True),
@@ -147,7 +159,7 @@ class KafkaConsumer:
             fetch_max_bytes=cfg["fetch.max.bytes"], max_partition_fetch_bytes=cfg["max.partition.fetch.bytes"],
             max_poll_records=cfg["max.poll.records"], isolation_level=cfg["isolation.level"],
             check_crcs=cfg["check.crcs"], retry_backoff_ms=cfg["retry.backoff.ms"], client_rack=cfg["client.rack"],
-            log_prefix=self._log_prefix)
+            log_prefix=self._log_prefix, sensors=FetchMetrics(self._metrics))
         self._default_timeout = cfg["default.api.timeout.ms"] / 1000
         self._coordinator: ConsumerCoordinator | None = None
         if cfg["group.id"] is not None:
@@ -159,7 +171,8 @@ class KafkaConsumer:
                 auto_commit_interval_ms=cfg["auto.commit.interval.ms"], retry_backoff_ms=cfg["retry.backoff.ms"],
                 default_timeout_ms=cfg["default.api.timeout.ms"],
                 exclude_internal_topics=cfg["exclude.internal.topics"],
-                leave_on_close=cfg["internal.leave.group.on.close"], log_prefix=self._log_prefix)
+                leave_on_close=cfg["internal.leave.group.on.close"], log_prefix=self._log_prefix,
+                sensors=CoordinatorMetrics(self._metrics, lambda: len(self._subscriptions.assignment)))
         self._user_assigned = False
         self._closed = False
         self._closing = False
@@ -418,6 +431,14 @@ class KafkaConsumer:
         group = self._group()
         with group.lock:
             return ConsumerGroupMetadata(group.group_id, group.generation, group.member_id, group.group_instance_id)
+
+    def metrics(self) -> dict[MetricName, KafkaMetric]:
+        """Java's metrics(): every metric by its MetricName (name, group, tags); read one with
+        metric_value(). Groups are Java's: consumer-fetch-manager-metrics (with per-topic and
+        per-partition lag), consumer-coordinator-metrics, consumer-metrics; see docs/client.md.
+        A partition's lag metrics go when it is no longer assigned, as in Java."""
+        self._fetcher.sensors.keep_partitions(self._subscriptions.assignment)
+        return self._metrics.metrics()
 
     # -- closing -----------------------------------------------------------------------------
 

@@ -53,6 +53,7 @@ from kafkalike.client.metadata import TopicPartition
 from kafkalike.common.topics import INTERNAL_TOPICS
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.find_coordinator import FindCoordinatorRequest
+from kafkalike.client.metrics import CoordinatorMetrics, Metrics
 from kafkalike.protocol.messages.heartbeat import HeartbeatRequest
 from kafkalike.protocol.messages.join_group import JoinGroupRequest
 from kafkalike.protocol.messages.leave_group import LeaveGroupRequest
@@ -97,7 +98,8 @@ class ConsumerCoordinator:
                  session_timeout_ms: int, rebalance_timeout_ms: int, heartbeat_interval_ms: int,
                  enable_auto_commit: bool, auto_commit_interval_ms: int, retry_backoff_ms: int,
                  default_timeout_ms: int, exclude_internal_topics: bool = True, leave_on_close: bool = True,
-                 log_prefix: str = "", clock: Callable[[], float] = time.monotonic) -> None:
+                 log_prefix: str = "", clock: Callable[[], float] = time.monotonic,
+                 sensors: CoordinatorMetrics | None = None) -> None:
         """`clock` (seconds, monotonic) times every decision this class makes: session and
         poll timeouts, the heartbeat interval, join, commit and lookup deadlines, backoffs
         and auto-commits. Tests pass a fake one to walk that timing without sleeping; in
@@ -147,6 +149,12 @@ class ConsumerCoordinator:
         self._async_commits = 0             # commit_async requests awaiting an answer
         self._fenced: FencedInstanceIdError | None = None
         self._closed = False
+        # Java's coordinator metrics (commit, join, sync, rebalance, heartbeat latencies).
+        self.sensors = sensors if sensors is not None else CoordinatorMetrics(
+            Metrics("consumer"), lambda: len(subscriptions.assignment))
+        self._rebalance_started = 0.0
+        self._join_sent = 0.0
+        self._heartbeat_sent = 0.0
 
     # -- subscription ------------------------------------------------------------------------
 
@@ -300,6 +308,7 @@ class ConsumerCoordinator:
             self._heartbeat = HeartbeatThread(self)
             self._heartbeat.start()
         if not self._joining:
+            self._rebalance_started = self.clock()
             self._prepare_join()
             self._joining = True
         while True:
@@ -309,6 +318,7 @@ class ConsumerCoordinator:
                 except KafkaTimeoutError:
                     return False
                 self._pending = ("join", self._send_join())
+                self._join_sent = self.clock()
             kind, future = self._pending
             if not future.done and not self.net.poll_until(lambda: future.done,
                                                            max(0.0, deadline - self.clock())):
@@ -318,17 +328,28 @@ class ConsumerCoordinator:
                 self.coordinator_dead(str(future.exception))
                 log.info("%s%s failed: %s", self.log_prefix, "JoinGroup" if kind == "join" else "SyncGroup",
                          future.exception)
+                self.sensors.failed_rebalance.record()
             elif kind == "join":
                 sync = self._handle_join(future.value)
                 if sync is not None:
+                    now = self.clock()
+                    self.sensors.join.record((now - self._join_sent) * 1000)
                     self._pending = ("sync", self.net.send(self.coordinator, sync))
+                    self._join_sent = now
                     continue
+                self.sensors.failed_rebalance.record()
             else:
                 assigned = self._handle_sync(future.value)
                 if assigned is not None:
+                    now = self.clock()
+                    sensors = self.sensors
+                    sensors.sync.record((now - self._join_sent) * 1000)
+                    sensors.rebalance.record((now - self._rebalance_started) * 1000)
+                    sensors.last_rebalance = time.monotonic()
                     self._joining = False
                     self._join_complete(assigned)
                     return True
+                self.sensors.failed_rebalance.record()
             if self.clock() >= deadline:
                 return False
             self.net.poll(min(self.retry_backoff, max(0.0, deadline - self.clock())))
@@ -598,7 +619,8 @@ class ConsumerCoordinator:
         refused = self._not_committable()
         if refused is not None:
             raise refused
-        deadline = self.clock() + timeout
+        started = self.clock()
+        deadline = started + timeout
         request = self._commit_request(offsets)
         while True:
             left = deadline - self.clock()
@@ -612,6 +634,7 @@ class ConsumerCoordinator:
             except KafkaError as failure:
                 error = failure
             if error is None:
+                self.sensors.commit.record((self.clock() - started) * 1000)
                 self._run_completions()
                 return
             if not error.retriable:
@@ -639,12 +662,15 @@ class ConsumerCoordinator:
                 finish(error)
                 return
         future = self.net.send(self.coordinator, self._commit_request(offsets))
+        sent = self.clock()
         with self.lock:
             self._async_commits += 1
 
         def done(response, exception) -> None:
             with self.lock:
                 self._async_commits -= 1
+            if exception is None:
+                self.sensors.commit.record((self.clock() - sent) * 1000)
             if exception is not None:
                 self.coordinator_dead(str(exception))
                 finish(exception)
@@ -682,11 +708,14 @@ class ConsumerCoordinator:
             request = HeartbeatRequest(group_id=self.group_id, generation_id=self.generation,
                                        member_id=self.member_id, group_instance_id=self.group_instance_id)
             future = self.net.send(self.coordinator, request)
+            self._heartbeat_sent = now
+            self.sensors.last_heartbeat = time.monotonic()
         future.add_callback(self._heartbeat_done)
 
     def _heartbeat_done(self, response, error) -> None:
         with self.lock:
             self.heartbeat_in_flight = False
+            self.sensors.heartbeat.record((self.clock() - self._heartbeat_sent) * 1000)
             if error is not None:
                 self.coordinator_dead(str(error))
                 return

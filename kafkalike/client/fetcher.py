@@ -32,6 +32,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from kafkalike.client.metrics import FetchMetrics, Metrics
 from kafkalike.client.errors import (
     INVALID_METADATA_CODES,
     IllegalStateError,
@@ -235,7 +236,8 @@ class Fetcher:
                  value_deserializer: Callable, fetch_min_bytes: int = 1, fetch_max_wait_ms: int = 500,
                  fetch_max_bytes: int = 52428800, max_partition_fetch_bytes: int = 1048576,
                  max_poll_records: int = 500, isolation_level: str = "read_uncommitted", check_crcs: bool = True,
-                 retry_backoff_ms: int = 100, client_rack: str = "", log_prefix: str = "") -> None:
+                 retry_backoff_ms: int = 100, client_rack: str = "", log_prefix: str = "",
+                 sensors: FetchMetrics | None = None) -> None:
         self.net = net
         self.subscriptions = subscriptions
         self.key_deserializer = key_deserializer
@@ -255,6 +257,10 @@ class Fetcher:
         self._nodes_fetching: set[int] = set()
         self._errors: list[Exception] = []
         self._out_of_range: dict[TopicPartition, int] = {}
+        # Java's FetchManagerMetrics: per Fetch answer and per partition per poll.
+        self.sensors = sensors if sensors is not None else FetchMetrics(Metrics("consumer"))
+        # The record tracer (kafkalike-trace --consume): None unless asked for.
+        self.tracer = None
 
     # -- fetching ----------------------------------------------------------------------------
 
@@ -285,12 +291,18 @@ class Fetcher:
             offsets = {TopicPartition(t, p.partition): p.fetch_offset for t, ps in topics.items() for p in ps}
             self._nodes_fetching.add(node)
             future = self.net.send(node, request)
-            future.add_callback(lambda response, error, node=node, offsets=offsets:
-                                self._handle_fetch(node, offsets, response, error))
+            sent = time.monotonic()
+            future.add_callback(lambda response, error, node=node, offsets=offsets, sent=sent:
+                                self._handle_fetch(node, offsets, response, error, sent))
         return len(by_node)
 
-    def _handle_fetch(self, node: int, offsets: dict[TopicPartition, int], response, error) -> None:
+    def _handle_fetch(self, node: int, offsets: dict[TopicPartition, int], response, error,
+                      sent: float | None = None) -> None:
         self._nodes_fetching.discard(node)
+        if error is None and sent is not None:
+            self._record_fetch(response, sent)
+        if self.tracer is not None:
+            self.tracer.fetch_answered(node, offsets, response, error, sent)
         if error is not None:
             log.debug("%sFetch from node %d failed: %s", self.log_prefix, node, error)
             return
@@ -323,6 +335,8 @@ class Fetcher:
                 if self.isolation == READ_COMMITTED:
                     aborted = [(a.producer_id, a.first_offset) for a in part.aborted_transactions or ()]
                 self._completed.append(_CompletedFetch(tp, fetch_offset, part.record_set, self.check_crcs, aborted))
+            else:  # nothing new: the partition's lag is still known (Java drains an empty fetch too)
+                self._record_consumed(tp, state, 0)
         elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
             if self.subscriptions.default_reset == "none":
                 self._out_of_range[tp] = fetch_offset
@@ -344,6 +358,31 @@ class Fetcher:
         else:  # as Java's Fetcher: an answer no client should get is raised to the user
             self._errors.append(IllegalStateError(f"Unexpected error code {code} while fetching at offset "
                                                   f"{fetch_offset} from topic-partition {tp}"))
+
+    def _record_fetch(self, response, sent: float) -> None:
+        """Java's FetchResponse metrics: latency, bytes per answer and per topic."""
+        now = time.monotonic()
+        size = 0
+        by_topic: dict[str, tuple[int, int]] = {}
+        for topic in getattr(response, "responses", ()):
+            topic_bytes = 0
+            for part in topic.partition_responses:
+                if part.record_set:
+                    topic_bytes += len(part.record_set)
+            if topic_bytes:
+                by_topic[topic.topic] = (0, topic_bytes)
+                size += topic_bytes
+        self.sensors.fetch_answered((now - sent) * 1000, size, by_topic, getattr(response, "throttle_time_ms", 0),
+                                    now)
+
+    def _record_consumed(self, tp: TopicPartition, state: PartitionState, count: int) -> None:
+        """After a poll took `count` records of a partition: records consumed, lag and lead."""
+        end = state.last_stable_offset if self.isolation == READ_COMMITTED else state.high_watermark
+        position = state.position
+        lag = end - position if end is not None and end >= 0 and position is not None else None
+        start = state.log_start_offset
+        lead = position - start if start is not None and start >= 0 and position is not None else None
+        self.sensors.consumed(tp.topic, tp.partition, count, lag, lead, time.monotonic())
 
     def fetched_records(self, max_records: int | None = None) -> list[ConsumerRecord]:
         """Records from answers already in, up to max.poll.records; raises errors those answers carried."""
@@ -373,6 +412,7 @@ class Fetcher:
                     return out  # hand over what was read first
                 raise
             out.extend(taken)
+            self._record_consumed(completed.tp, state, len(taken))
             completed.fetch_offset = state.position
             if completed.exhausted:
                 self._completed.popleft()

@@ -100,6 +100,8 @@ class NetworkClient:
                  send_buffer_bytes: int = 131072, receive_buffer_bytes: int = 32768,
                  log_prefix: str = "", security: ClientSecurity | None = None) -> None:
         self.metadata = metadata
+        # (sent, received) Sensors of the client's metrics (kafkalike/client/metrics.py), or None.
+        self.byte_sensors = None
         self.security = security if security is not None and security.protocol != "PLAINTEXT" else None
         self.client_id = client_id
         self.max_in_flight = max_in_flight
@@ -385,6 +387,8 @@ class NetworkClient:
         conn.out.append(_SIZE.pack(size))
         conn.out.extend(chunks)
         conn.queued += 4 + size
+        if self.byte_sensors is not None:
+            self.byte_sensors[0].record(4 + size, now)
         entry = InFlight(correlation_id, api_key, version, callback, now + self.request_timeout, expect_response)
         if expect_response:
             conn.in_flight.append(entry)
@@ -513,6 +517,8 @@ class NetworkClient:
         if len(frame) < 4 or _SIZE.unpack_from(frame, 0)[0] != entry.correlation_id:
             raise ProtocolDecodeError(f"correlation id mismatch: expected {entry.correlation_id}")
         conn.in_flight.popleft()
+        if self.byte_sensors is not None:
+            self.byte_sensors[1].record(4 + len(frame), now)
         if entry.api_key == API_VERSIONS and conn.state == NEGOTIATING:
             self._handle_api_versions(conn, frame, entry.version, now)
             return

@@ -52,6 +52,7 @@ from kafkalike.client.errors import (
 )
 from kafkalike.client.idempotence import IdempotenceManager
 from kafkalike.client.metadata import Metadata, PartitionInfo, TopicPartition
+from kafkalike.client.metrics import PRODUCER, KafkaMetric, MetricName, Metrics, ProducerMetrics
 from kafkalike.client.network import NetworkClient
 from kafkalike.client.partitioner import resolve_partitioner
 from kafkalike.client.sender import Sender
@@ -247,6 +248,10 @@ class KafkaProducer:
         self._buffer_memory = cfg["buffer.memory"]
         self._metadata = Metadata(addresses, retry_backoff_ms=cfg["retry.backoff.ms"],
                                   max_age_ms=cfg["metadata.max.age.ms"], max_idle_ms=cfg["metadata.max.idle.ms"])
+        self._metrics = Metrics(self.client_id, window_ms=cfg["metrics.sample.window.ms"],
+                                samples=cfg["metrics.num.samples"])
+        # The record tracer (kafkalike-trace, docs/journey.md): None unless a trace is asked for.
+        self._tracer = None
         self._accumulator = RecordAccumulator(
             batch_size=cfg["batch.size"], compression=codec_by_name(cfg["compression.type"]),
             linger_ms=cfg["linger.ms"], retry_backoff_ms=cfg["retry.backoff.ms"],
@@ -271,7 +276,8 @@ class KafkaProducer:
             request_timeout_ms=cfg["request.timeout.ms"], max_request_size=cfg["max.request.size"],
             guarantee_order=cfg["max.in.flight.requests.per.connection"] == 1 and not cfg["enable.idempotence"],
             log_prefix=self._log_prefix, name=f"kafka-producer-network-thread | {self.client_id}",
-            idempotence=idempotence, transactions=self._transactions)
+            idempotence=idempotence, transactions=self._transactions, sensors=ProducerMetrics(self._metrics))
+        self._register_gauges(client)
         self._wakeup = client.wakeup  # cheap when a wakeup is already pending
         self._closed = False
         self._close_lock = threading.Lock()
@@ -317,6 +323,9 @@ class KafkaProducer:
             raise
 
     def _send(self, topic, value, key, partition, headers, timestamp, callback) -> FutureRecordMetadata:
+        tracer = self._tracer
+        if tracer is not None:
+            tracer.step("send")
         if self._key_passthrough and (key is None or type(key) is bytes):
             key_bytes = key
         else:
@@ -334,6 +343,9 @@ class KafkaProducer:
             raise TypeError(f"partition must be an int or None, not {type(partition).__name__}")
         if headers:
             headers = _normalize_headers(headers)
+        if tracer is not None:
+            tracer.step("serializer", key_bytes=-1 if key_bytes is None else len(key_bytes),
+                        value_bytes=-1 if value_bytes is None else len(value_bytes))
         size = _MAX_OVERHEAD
         if key_bytes is not None:
             size += len(key_bytes)
@@ -358,6 +370,8 @@ class KafkaProducer:
         elif partition < 0:
             raise KafkaError(f"Invalid partition given with record: {partition} is not in the range "
                              f"[0...{len(view.partitions)}].")
+        if tracer is not None:
+            tracer.step("partitioner", partition=partition, partitioner=type(self._partitioner).__name__)
         if timestamp is None:
             timestamp = int(_time() * 1000)
         if callback is not None or self._interceptors.items:
@@ -381,6 +395,9 @@ class KafkaProducer:
                 added = transactions.maybe_add_partition(TopicPartition(topic, partition)) or added
             future, full, new_batch = accumulator.append((topic, partition), timestamp, key_bytes, value_bytes,
                                                          headers, callback, deadline, False, now)
+        if tracer is not None:
+            tracer.step("accumulator", partition=partition, batch="created" if new_batch else "joined",
+                        full=full)
         if full or new_batch or added:  # (a new partition in a transaction: the sender adds it)
             self._wakeup()
         return future
@@ -533,11 +550,31 @@ class KafkaProducer:
         if callable(close):
             close()
 
-    def metrics(self) -> dict[str, Any]:
-        """A few numbers a user checks when tuning (Java's metrics are not reproduced)."""
+    def _trace_with(self, tracer: Any) -> None:
+        """kafkalike-trace's hook (kafkalike/cli/trace.py): later sends report each step to
+        `tracer` (its step(), request_sent() and response_received()); None turns it off.
+        Off, a send() pays one None check per step."""
+        self._tracer = tracer
+        self._sender.tracer = tracer
+
+    def _register_gauges(self, client: NetworkClient) -> None:
+        m = self._metrics
         pool = self._accumulator.pool
-        return {"buffer-total-bytes": pool.total, "buffer-available-bytes": pool.available,
-                "waiting-threads": pool.waiters, "requests-in-flight": self._sender.client.in_flight_count()}
+        client.byte_sensors = self._sender.sensors.network
+        m.gauge(m.name("buffer-total-bytes", PRODUCER, "The maximum amount of buffer memory the client can use "
+                       "(whether or not it is currently used)."), lambda: pool.total)
+        m.gauge(m.name("buffer-available-bytes", PRODUCER, "The total amount of buffer memory that is not being "
+                       "used (either unallocated or in the free list)."), lambda: pool.available)
+        m.gauge(m.name("waiting-threads", PRODUCER, "The number of user threads blocked waiting for buffer memory "
+                       "to enqueue their records"), lambda: pool.waiters)
+        m.gauge(m.name("requests-in-flight", PRODUCER, "The current number of in-flight requests awaiting a "
+                       "response."), client.in_flight_count)
+
+    def metrics(self) -> dict[MetricName, KafkaMetric]:
+        """Java's metrics(): every metric by its MetricName (name, group, tags); read one with
+        metric_value(). Names and groups are Java's (producer-metrics, producer-topic-metrics);
+        see docs/client.md."""
+        return self._metrics.metrics()
 
 
 __all__ = ["KafkaProducer", "ProducerInterceptor", "ProducerRecord", "RecordMetadata", "FutureRecordMetadata"]

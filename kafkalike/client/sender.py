@@ -42,6 +42,7 @@ from kafkalike.client.errors import (
 from kafkalike.client.idempotence import IdempotenceManager
 from kafkalike.client.transaction_manager import TransactionManager
 from kafkalike.client.metadata import Metadata, TopicPartition
+from kafkalike.client.metrics import Metrics, ProducerMetrics
 from kafkalike.client.network import MetadataUpdater, NetworkClient
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.init_producer_id import InitProducerIdRequest
@@ -59,7 +60,8 @@ class Sender(threading.Thread):
                  acks: int, retries: int, request_timeout_ms: int, max_request_size: int,
                  guarantee_order: bool, log_prefix: str = "", name: str = "kafka-producer-network-thread",
                  idempotence: IdempotenceManager | None = None,
-                 transactions: TransactionManager | None = None) -> None:
+                 transactions: TransactionManager | None = None,
+                 sensors: ProducerMetrics | None = None) -> None:
         super().__init__(name=name, daemon=True)
         self.client = client
         self.metadata = metadata
@@ -80,6 +82,10 @@ class Sender(threading.Thread):
         accumulator.transactions = transactions
         self._init_pid_in_flight = False
         self._init_pid_retry_at = 0.0
+        # Java's SenderMetrics: recorded per batch and per request on this thread.
+        self.sensors = sensors if sensors is not None else ProducerMetrics(Metrics("producer"))
+        # The record tracer (kafkalike-trace): None unless asked for, then called at each step.
+        self.tracer = None
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -263,6 +269,8 @@ class Sender(threading.Thread):
             return
         by_topic: dict[str, list] = {}
         by_tp: dict[tuple[str, int], ProducerBatch] = {}
+        sensors = self.sensors
+        records = 0
         for batch in batches:
             try:
                 data = batch.build()
@@ -271,6 +279,9 @@ class Sender(threading.Thread):
                 self._finish(batch, -1, -1, KafkaError(f"The batch for {batch.tp} could not be encoded: {error}"))
                 continue
             self.accumulator.record_compression(batch)
+            records += batch.count
+            sensors.batch_sent(batch.tp.topic, batch.count, len(data), batch.uncompressed_size,
+                               (batch.drained - batch.created) * 1000, now)
             by_topic.setdefault(batch.tp.topic, []).append(
                 ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=data))
             by_tp[(batch.tp.topic, batch.tp.partition)] = batch
@@ -278,17 +289,23 @@ class Sender(threading.Thread):
         request = ProduceRequest(transactional_id=transactional_id, acks=self.acks, timeout_ms=self.request_timeout_ms,
                                  topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p)
                                              for t, p in by_topic.items()])
+        sensors.records_per_request.record(records, now)
         correlation: list[int] = []
 
         def on_response(response, error: Exception | None) -> None:
+            sensors.latency.record((time.monotonic() - now) * 1000)
             self._handle_produce_response(node, correlation[0] if correlation else -1, by_tp, response, error)
 
         correlation.append(self.client.send(node, request, on_response, now, version=version,
                                             expect_response=self.acks != 0))
+        if self.tracer is not None:
+            self.tracer.request_sent(node, correlation[0], by_tp, self.acks)
 
     def _handle_produce_response(self, node: int, correlation_id: int, batches: dict, response,
                                  error: Exception | None) -> None:
         now = time.monotonic()
+        if self.tracer is not None:
+            self.tracer.response_received(node, correlation_id, response, error)
         if error is not None:
             code = ErrorCode.REQUEST_TIMED_OUT if isinstance(error, KafkaTimeoutError) else ErrorCode.NETWORK_EXCEPTION
             for batch in batches.values():
@@ -298,6 +315,8 @@ class Sender(threading.Thread):
             for batch in batches.values():
                 self._complete(batch, ErrorCode.NONE, -1, -1, None, correlation_id, now)
             return
+        throttle = getattr(response, "throttle_time_ms", 0)
+        self.sensors.throttle.record(throttle, now)
         seen = set()
         for topic in response.responses:
             for p in topic.partition_responses:
@@ -341,6 +360,7 @@ class Sender(threading.Thread):
                             self.log_prefix, ErrorCode(code).name, batch.tp)
                 idempotence.restart_sequences(batch.tp, batch)
             self._forget(batch)
+            self.sensors.retried(batch.tp.topic, batch.count, now)
             self.accumulator.reenqueue(batch, now)
             return
         if code == ErrorCode.MESSAGE_TOO_LARGE and batch.count > 1:
@@ -349,6 +369,7 @@ class Sender(threading.Thread):
                         self.retries - batch.attempts, ErrorCode(code).name)
             self._forget(batch)
             pieces = self.accumulator.split_and_reenqueue(batch, now)
+            self.sensors.split.record(1, now)
             if idempotence is not None:
                 idempotence.replace(batch, pieces)  # the pieces take over its sequence numbers
             self.accumulator.deallocate(batch)
@@ -364,6 +385,7 @@ class Sender(threading.Thread):
                         "attempts left). Error: %s", self.log_prefix, correlation_id, batch.tp,
                         self.retries - batch.attempts - 1, ErrorCode(code).name)
             self._forget(batch)
+            self.sensors.retried(batch.tp.topic, batch.count, now)
             self.accumulator.reenqueue(batch, now)
             return
         self._finish(batch, -1, -1, error)
@@ -383,6 +405,8 @@ class Sender(threading.Thread):
     def _finish(self, batch: ProducerBatch, base_offset: int, log_append_time: int, error: Exception | None) -> None:
         self._forget(batch)
         transactions = self.transactions
+        if error is not None:
+            self.sensors.failed(batch.tp.topic, batch.count, time.monotonic())
         if transactions is not None and error is not None:
             transactions.handle_failed_batch(error, sequenced=batch.base_sequence >= 0)
         if self.idempotence is not None:
