@@ -370,18 +370,23 @@ def _confirm(opts, message: str, out: TextIO) -> bool:
     return sys.stdin.readline().strip().lower() == "y"
 
 
+def _to_add(opts) -> dict[AclBindingFilter, set[AccessControlEntry]]:
+    """getResourceToAcls: checked before anything is connected to, as the tool does."""
+    pt = _pattern_type(opts)
+    if pt not in (PatternType.LITERAL, PatternType.PREFIXED):
+        raise UsageError(f"A '--resource-pattern-type' value of '{pt.name}' is not valid when adding acls.")
+    table = _filter_to_acls(opts)
+    if any(not acls for acls in table.values()):
+        raise UsageError("You must specify one of: --allow-principal, --deny-principal when trying to add ACLs.")
+    return table
+
+
 def run(opts, out: TextIO) -> int:
+    table = _to_add(opts) if opts.has("add") else None
     service = _Admin(opts) if opts.has("bootstrap-server") else _ZooKeeper(opts, out)
     try:
         try:
-            if opts.has("add"):
-                pt = _pattern_type(opts)
-                if pt not in (PatternType.LITERAL, PatternType.PREFIXED):
-                    raise UsageError(f"A '--resource-pattern-type' value of '{pt.name}' is not valid when adding acls.")
-                table = _filter_to_acls(opts)
-                if any(not acls for acls in table.values()):
-                    raise UsageError("You must specify one of: --allow-principal, --deny-principal when trying to add "
-                                     "ACLs.")
+            if table is not None:
                 for f, acls in table.items():
                     pattern = ResourcePattern(f.resource_type, f.name, f.pattern_type)
                     out.write(f"Adding ACLs for resource `{pattern}`: {NL} {_block(acls)} {NL}\n")

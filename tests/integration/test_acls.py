@@ -1,12 +1,13 @@
-"""ACLs (issue 16): AclAuthorizer on two real brokers, judged by confluent-kafka, kafka-python
+"""ACLs (issue 16): AclAuthorizer on three real brokers, judged by confluent-kafka, kafka-python
 and kafka-acls.sh.
 
-The brokers talk to each other over SASL_PLAINTEXT as User:admin, a super user; clients
+The brokers talk to each other over SASL_PLAINTEXT as User:admin, a super user (an RF=3
+topic reaches its full ISR and a denial lands in kafka-authorizer.log); clients
 log in as alice and bob. A client without ACLs is refused every API with the
 *_AUTHORIZATION_FAILED codes and changes nothing (records, znodes); ACLs added with
 kafka-acls --producer/--consumer let confluent-kafka and kafka-python produce and
 consume; prefixed, wildcard and deny ACLs written straight to ZooKeeper with
---authorizer-properties reach both brokers through the change notifications.
+--authorizer-properties reach every broker through the change notifications.
 """
 from __future__ import annotations
 
@@ -30,9 +31,9 @@ TOOL = str(REPO_ROOT / "bin" / "kafka-acls.sh")
 @pytest.fixture(scope="module")
 def secured(module_zk_chroot):
     base = scratch_dir("acls")
-    ports = free_ports(4)
+    ports = free_ports(6)
     brokers = []
-    for i in range(2):
+    for i in range(3):
         plain, sasl = ports[2 * i], ports[2 * i + 1]
         brokers.append(BrokerProcess(i, module_zk_chroot, base, plain, {
             "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
@@ -40,13 +41,13 @@ def secured(module_zk_chroot):
             "sasl.mechanism.inter.broker.protocol": "PLAIN",
             "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:admin",
-            "offsets.topic.replication.factor": "2", "offsets.topic.num.partitions": "2"}))
+            "offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": "2"}))
     try:
         for b in brokers:
             b.start()
         for b in brokers:
             b.wait_ready(60)
-        sasl_ports = [ports[1], ports[3]]
+        sasl_ports = [ports[1], ports[3], ports[5]]
         config = base / "admin.properties"
         config.write_text('security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config='
                           + JAAS.split(" user_")[0] + ";\n")
@@ -106,8 +107,14 @@ def test_a_client_without_acls_gets_only_authorization_errors(secured):
     from kafkalike.client.admin import AdminClient as OurAdmin
     from kafkalike.client.admin import KafkaAdminError
     admin = AdminClient(_conf(secured, "admin"))
-    admin.create_topics([NewTopic("secret", 2, 2)])["secret"].result(30)
-    time.sleep(1)
+    admin.create_topics([NewTopic("secret", 2, 3)])["secret"].result(30)
+    deadline = time.monotonic() + 30
+    while True:      # replication runs as User:admin, CLUSTER_ACTION by super.users
+        parts = admin.list_topics("secret", timeout=10).topics["secret"].partitions
+        if parts and all(sorted(p.isrs) == [0, 1, 2] for p in parts.values()):
+            break
+        assert time.monotonic() < deadline, {p.id: p.isrs for p in parts.values()}
+        time.sleep(0.3)
     assert _produce(_conf(secured, "admin"), "secret") == [None, None, None]
     before = _snapshot(secured["zk"])
 
@@ -158,6 +165,9 @@ def test_a_client_without_acls_gets_only_authorization_errors(secured):
     finally:
         ours.close()
     assert _snapshot(secured["zk"]) == before          # nothing alice did reached ZooKeeper
+    audit = "".join((b.server_log.parent / "kafka-authorizer.log").read_text() for b in secured["brokers"])
+    assert ("Principal = User:alice is Denied Operation = Describe from host = 127.0.0.1 on resource = "
+            "Topic:LITERAL:secret for request = Metadata with resourceRefCount = 1") in audit
 
 
 def test_kafka_acls_producer_and_consumer_roles_let_clients_in(secured):
@@ -183,6 +193,16 @@ def test_kafka_acls_producer_and_consumer_roles_let_clients_in(secured):
     values = [m.value for m in consumer]
     consumer.close()
     assert sorted(values) == sorted([b"v0", b"v1", b"v2"] * 2)
+    # KIP-430: what alice may do, from the ACLs
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AclOperation, AdminClient
+    theirs = AdminClient(_conf(secured, "alice"))
+    described = theirs.describe_topics(TopicCollection(["secret"]), include_authorized_operations=True)
+    assert set(described["secret"].result(15).authorized_operations) == {
+        AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DESCRIBE}
+    assert not theirs.describe_cluster(include_authorized_operations=True).result(15).authorized_operations
+    group = theirs.describe_consumer_groups(["g2"], include_authorized_operations=True)["g2"].result(15)
+    assert set(group.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE}
     # The znode is Kafka's JSON.
     zk = KazooClient(hosts=secured["zk"])
     zk.start(15)
@@ -204,7 +224,7 @@ def test_prefixed_wildcard_and_deny_acls_reach_every_broker_through_zookeeper(se
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient(_conf(secured, "admin"))
-    for f in admin.create_topics([NewTopic(t, 1, 2) for t in ("pre-a", "pre-denied", "other")]).values():
+    for f in admin.create_topics([NewTopic(t, 1, 3) for t in ("pre-a", "pre-denied", "other")]).values():
         f.result(30)
     zk = ["--authorizer-properties", f"zookeeper.connect={secured['zk']}"]
     for args in (["--add", "--allow-principal", "User:bob", "--operation", "Write", "--topic", "pre-",
@@ -214,7 +234,7 @@ def test_prefixed_wildcard_and_deny_acls_reach_every_broker_through_zookeeper(se
         done = _acls(*zk, *args)
         assert done.returncode == 0, done.stdout + done.stderr
     time.sleep(1)       # the notifications reach both brokers
-    for index in (0, 1):
+    for index in (0, 1, 2):
         bob = _conf(secured, "bob", index)
         assert _produce(bob, "pre-a", 1) == [None]
         assert _produce(bob, "pre-denied", 1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
@@ -223,7 +243,7 @@ def test_prefixed_wildcard_and_deny_acls_reach_every_broker_through_zookeeper(se
     removed = _acls(*zk, "--remove", "--force", "--topic", "pre-", "--resource-pattern-type", "prefixed")
     assert removed.returncode == 0, removed.stdout + removed.stderr
     time.sleep(1)
-    assert _produce(_conf(secured, "bob", 1), "pre-a", 1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+    assert _produce(_conf(secured, "bob", 2), "pre-a", 1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
 
 
 def test_transactional_and_idempotent_producers_need_their_acls(secured):

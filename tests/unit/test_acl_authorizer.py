@@ -21,7 +21,7 @@ def entry(principal="User:alice", op=Op.READ, perm=Perm.ALLOW, host="*"):
 def authorizer(acls, **kw) -> AclAuthorizer:
     a = AclAuthorizer(super_users=kw.pop("super_users", {"User:admin"}), **kw)
     for pattern, entries in acls.items():
-        a.cache[pattern] = frozenset(entries)
+        a._set_cache(pattern, frozenset(entries))
     return a
 
 

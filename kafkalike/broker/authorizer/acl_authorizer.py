@@ -72,6 +72,9 @@ class AclAuthorizer(Authorizer):
         self.super_users = super_users
         self.allow_everyone = allow_everyone_if_no_acl_found
         self.cache: dict[ResourcePattern, frozenset[AccessControlEntry]] = {}
+        # The prefixed patterns again, by resource type and prefix: a decision looks up each
+        # prefix of the name instead of walking the cache (Kafka walks a sorted map's range).
+        self._prefixed: dict[AclResourceType, dict[str, frozenset[AccessControlEntry]]] = {}
         self.store: AclZkStore | None = None
         self._last_executed = {t: -1 for t in STORED_PATTERN_TYPES}
         self._running: dict[PatternType, bool] = {t: False for t in STORED_PATTERN_TYPES}
@@ -86,7 +89,7 @@ class AclAuthorizer(Authorizer):
         self.store = AclZkStore(zk)
         await self.store.create_paths()
         for pattern, acls in (await self.store.get_all()).items():
-            self.cache[pattern] = acls.entries
+            self._set_cache(pattern, acls.entries)
         for pattern_type in STORED_PATTERN_TYPES:
             self._watches.append(await self.store.watch_changes(
                 pattern_type, lambda *_, t=pattern_type: defer.ensureDeferred(self.process_changes(t))))
@@ -143,6 +146,12 @@ class AclAuthorizer(Authorizer):
             self.cache[pattern] = entries
         else:
             self.cache.pop(pattern, None)
+        if pattern.pattern_type == PatternType.PREFIXED:
+            by_prefix = self._prefixed.setdefault(pattern.resource_type, {})
+            if entries:
+                by_prefix[pattern.name] = entries
+            else:
+                by_prefix.pop(pattern.name, None)
 
     # -- decisions --------------------------------------------------------------------
 
@@ -151,10 +160,12 @@ class AclAuthorizer(Authorizer):
         for key in (ResourcePattern(resource_type, name, PatternType.LITERAL),
                     ResourcePattern(resource_type, WILDCARD_RESOURCE, PatternType.LITERAL)):
             found.extend(self.cache.get(key, ()))
-        for pattern, entries in self.cache.items():
-            if (pattern.pattern_type == PatternType.PREFIXED and pattern.resource_type == resource_type
-                    and name.startswith(pattern.name)):
-                found.extend(entries)
+        by_prefix = self._prefixed.get(resource_type)
+        if by_prefix:
+            for end in range(1, len(name) + 1):
+                entries = by_prefix.get(name[:end])
+                if entries:
+                    found.extend(entries)
         return found
 
     @staticmethod
@@ -166,7 +177,7 @@ class AclAuthorizer(Authorizer):
                    for e in acls)
 
     def allowed(self, principal: str, host: str, operation: AclOperation, resource_type: AclResourceType,
-                name: str, *, api: str = "", log_denied: bool = True) -> bool:
+                name: str, *, api: int | str = "", log_denied: bool = True) -> bool:
         if principal in self.super_users:
             result = True
         else:
@@ -182,7 +193,7 @@ class AclAuthorizer(Authorizer):
         if audit.isEnabledFor(level):
             audit.log(level, "Principal = %s is %s Operation = %s from host = %s on resource = %s:LITERAL:%s "
                       "for request = %s with resourceRefCount = 1", principal, "Allowed" if result else "Denied",
-                      camel_name(operation), host, camel_name(resource_type), name, api)
+                      camel_name(operation), host, camel_name(resource_type), name, _api_name(api))
         return result
 
     def allowed_by_resource_type(self, principal: str, host: str, operation: AclOperation,
@@ -261,6 +272,12 @@ class AclAuthorizer(Authorizer):
                 await self.store.notify_change(pattern)
                 return
         raise RuntimeError(f"Failed to update ACLs for {pattern} after retries")
+
+
+def _api_name(api: int | str) -> str:
+    from kafkalike.protocol.api import APIS
+    spec = APIS.get(api) if isinstance(api, int) else None
+    return spec.name if spec is not None else str(api)
 
 
 def validate(binding: AclBinding) -> None:

@@ -29,7 +29,7 @@ class Authorizer:
     enabled = False
 
     def allowed(self, principal: str, host: str, operation: AclOperation, resource_type: AclResourceType,
-                name: str, *, api: str = "", log_denied: bool = True) -> bool:
+                name: str, *, api: int | str = "", log_denied: bool = True) -> bool:
         return True
 
     def allowed_by_resource_type(self, principal: str, host: str, operation: AclOperation,
@@ -43,7 +43,7 @@ class Authorizer:
         if not self.enabled:
             return True
         return self.allowed(ctx.principal, ctx.client_host, operation, resource_type, name,
-                            api=_api_name(ctx), log_denied=log_denied)
+                            api=ctx.api_key, log_denied=log_denied)
 
     def authorize_cluster(self, ctx: RequestContext, operation: AclOperation, *, log_denied: bool = True) -> bool:
         return self.authorize(ctx, operation, CLUSTER, CLUSTER_NAME, log_denied=log_denied)
@@ -91,12 +91,6 @@ def refuse(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     """The request's own error response carrying `code` (registered per API)."""
     from kafkalike.broker.registry import HANDLERS
     return HANDLERS[ctx.api_key].error_response(request, ctx.version, code)
-
-
-def _api_name(ctx: RequestContext) -> str:
-    from kafkalike.protocol.api import APIS
-    spec = APIS.get(ctx.api_key)
-    return spec.name if spec is not None else str(ctx.api_key)
 
 
 ALLOW_ALL = Authorizer()
