@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from kafkalike.broker.config import KafkaConfig
     from kafkalike.broker.metadata_cache import MetadataCache
     from kafkalike.broker.network import KafkaConnection
+    from kafkalike.broker.replica_alter_log_dirs import ReplicaAlterLogDirsManager
     from kafkalike.broker.replica_manager import ReplicaManager
     from kafkalike.broker.topic_configs import TopicConfigs
     from kafkalike.controller.controller import KafkaController
@@ -76,6 +77,8 @@ class BrokerServices:
     quotas: ClientQuotas | None = None
     # authorizer.class.name's AclAuthorizer, or None: every request allowed (ctx.authorizer).
     authorizer: Authorizer | None = None
+    # Moves between this broker's log dirs (replica_alter_log_dirs.py); None in unit tests.
+    alter_log_dirs: ReplicaAlterLogDirsManager | None = None
     # Kafka's RequestMetrics, which the listener records every answered request into.
     request_metrics: RequestMetrics = field(
         default_factory=lambda: RequestMetrics({key: spec.name for key, spec in APIS.items()}))

@@ -31,6 +31,7 @@ from kafkalike.broker.security.listener import all_listener_security, inter_brok
 from kafkalike.common import outbound
 from kafkalike.broker.registry import BrokerEpochs, BrokerServices, load_handlers
 from kafkalike.broker.replica_fetcher import ReplicaFetcherManager
+from kafkalike.broker.replica_alter_log_dirs import ReplicaAlterLogDirsManager
 from kafkalike.broker.replication_quota import Rate, ReplicationQuota
 from kafkalike.broker.replica_manager import ReplicaManager
 from kafkalike.broker.topic_configs import TopicConfigs, default_log_config
@@ -153,6 +154,14 @@ class KafkaServer:
             metadata=self.metadata_cache, inter_broker_listener=cfg.inter_broker_listener_name,
             on_leadership_change=self._on_leadership_change, leader_quota=self._replication_quota("leader"))
         self.replica_manager.replica_lag_ms = cfg.get("replica.lag.time.max.ms")
+        # Moves between this broker's log dirs (KIP-113), throttled by their own quota.
+        self.alter_log_dirs = ReplicaAlterLogDirsManager(
+            self.broker_id, self.replica_manager, self.log_manager, self.reactor,
+            ReplicationQuota(self.broker_id, lambda: self.dynamic_config.replication_throttled_rate(
+                "replica.alter.log.dirs.io.max.bytes.per.second"), lambda topic: ("*",),
+                Rate(cfg.get("alter.log.dirs.replication.quota.window.num"),
+                     cfg.get("alter.log.dirs.replication.quota.window.size.seconds"))),
+            chunk_bytes=cfg.get("replica.fetch.max.bytes"))
         self.group_coordinator = GroupCoordinator.for_server(self)
         self.group_coordinator.startup()
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk)
@@ -181,7 +190,8 @@ class KafkaServer:
             metadata=self.metadata_cache, replicas=self.replica_manager, logs=self.log_manager,
             topic_configs=self.topic_configs, groups=self.group_coordinator, admin=self.admin,
             controller=controller, producer_ids=self.producer_id_manager, epochs=self.epochs,
-            transactions=self.transaction_coordinator, quotas=self.quotas, authorizer=self.authorizer)
+            transactions=self.transaction_coordinator, quotas=self.quotas, authorizer=self.authorizer,
+            alter_log_dirs=self.alter_log_dirs)
         load_handlers()
         self.scram_credentials = ScramCredentialCache(self.zk)
         await self.scram_credentials.load_all()
@@ -344,6 +354,7 @@ class KafkaServer:
         every(cfg.get("log.flush.offset.checkpoint.interval.ms"),
               lambda: threads.deferToThread(logs.recovery_checkpoint_writer()))
         every(cfg.get("log.retention.check.interval.ms"), self.log_manager.cleanup_logs)
+        self.alter_log_dirs.start()           # resumes moves found at start-up once their partitions are made
         every(60_000, self.quotas.expire)     # quota sensors of clients idle for an hour
         every(cfg.get("replica.lag.time.max.ms") // 2, self.replica_manager.shrink_isrs)
         every(cfg.get("log.flush.scheduler.interval.ms"),
@@ -526,6 +537,7 @@ class KafkaServer:
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.replica_manager is not None:
+            self.alter_log_dirs.shutdown()
             self.fetchers.shutdown()
             self.alter_isr.shutdown()
             self.replica_manager.shutdown()

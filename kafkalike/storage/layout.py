@@ -73,6 +73,11 @@ def delete_dir_name(tp: TopicPartition) -> str:
     return f"{tp.topic}-{tp.partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
 
 
+def future_dir_name(tp: TopicPartition) -> str:
+    """Name of a log being filled to replace the current one: `topic-partition.<uuid>-future`."""
+    return f"{tp.topic}-{tp.partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+
+
 def parse_partition_dir(name: str) -> TopicPartition:
     """TopicPartition from a partition dir name, including `-delete` and `-future` dirs.
 

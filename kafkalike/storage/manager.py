@@ -11,6 +11,14 @@ broker to schedule; the ones that fsync belong in a thread: `flush_dirty_logs` w
 the checkpoints as a capture on the reactor (`*_checkpoint_writer`) whose returned
 write runs on a thread.
 
+Future logs (KIP-113, Kafka 2.8's `getOrCreateLog(isFuture = true)`): a replica being
+moved to another of this broker's log dirs has, besides its current log, a future log
+`<topic>-<partition>.<uuid>-future` in the target dir, which the broker's copier fills
+and then swaps in (`replace_current_with_future`). Future logs are loaded at start-up
+like current ones (a move resumes), counted in their dir's checkpoints, and closed,
+deleted or swapped only here. `preferred_log_dirs` holds the dir an operator asked for a
+partition not yet hosted (Kafka's maybeUpdatePreferredLogDir); its log is made there.
+
 `cleaner` is the log cleaner of compacted topics (None with `enable_cleaner=False`, as
 log.cleaner.enable=false). Making it creates each dir's `cleaner-offset-checkpoint`,
 as Kafka does; the broker starts its thread (`manager.cleaner.start()`), deleting a log
@@ -71,6 +79,9 @@ class LogManager:
         self._closed = False
         self.logs: dict[TopicPartition, Log] = {}
         self._log_dir_of: dict[TopicPartition, str] = {}
+        self.future_logs: dict[TopicPartition, Log] = {}
+        self._future_dir_of: dict[TopicPartition, str] = {}
+        self.preferred_log_dirs: dict[TopicPartition, str] = {}
         self.log_dirs: list[str] = []
         self.had_clean_shutdown: dict[str, bool] = {}
         self._checkpointed_high_watermarks: dict[TopicPartition, int] = {}
@@ -146,13 +157,14 @@ class LogManager:
             if layout.is_delete_dir(name):
                 self._remove_dir_later(path, self.default_config.file_delete_delay_ms)
                 continue
-            if layout.is_future_dir(name):
-                log.warning("Ignoring %s: moving logs between log dirs is not supported", path)
-                continue
+            future = layout.is_future_dir(name)
             tp = layout.parse_partition_dir(name)
-            if tp in self.logs:
+            logs = self.future_logs if future else self.logs
+            if tp in logs:
+                # Two current dirs: the broker died between the swap's two renames (as Kafka
+                # 2.8, which refuses to start); two future dirs cannot happen here either.
                 raise KafkaStorageError(
-                    f"Duplicate log directories for {tp} are found in both {self.logs[tp].dir} and "
+                    f"Duplicate log directories for {tp} are found in both {logs[tp].dir} and "
                     f"{path}. It is likely because log directory failure happened while broker was "
                     "replacing current replica with future replica. Recover broker from this failure "
                     "by manually deleting one of the two directories for this partition.")
@@ -161,8 +173,8 @@ class LogManager:
                                    recovery_point=recovery_points.get(tp, 0),
                                    had_clean_shutdown=clean)
             loaded.update_high_watermark(high_watermarks.get(tp, 0))
-            self.logs[tp] = loaded
-            self._log_dir_of[tp] = directory
+            logs[tp] = loaded
+            (self._future_dir_of if future else self._log_dir_of)[tp] = directory
 
     def _remove_dir_later(self, path: str, delay_ms: int) -> None:
         def remove() -> None:
@@ -184,45 +196,122 @@ class LogManager:
         return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
 
     def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None, *,
-                          is_new: bool = False) -> Log:
-        """The partition's log, created in the emptiest log dir if absent.
+                          is_new: bool = False, is_future: bool = False) -> Log:
+        """The partition's log (or future log), created if absent: in the partition's
+        preferred dir if an operator named one, else in the emptiest log dir.
 
         `is_new` says the partition itself is new (a LeaderAndIsr flag); Kafka uses it to
         refuse recreating a log that should exist but sat in a failed dir. With no failed
-        dirs here it only shows in the log line.
+        dirs here it only shows in the log line. A future log needs a preferred dir other
+        than the current log's (Kafka's IllegalStateException otherwise).
         """
         tp = TopicPartition(*tp)
         with self._lock:
-            existing = self.logs.get(tp)
+            logs = self.future_logs if is_future else self.logs
+            existing = logs.get(tp)
             if existing is not None:
                 return existing
-            directory = self._next_log_dir()
-            path = os.path.join(directory, layout.partition_dir_name(tp))
+            preferred = self.preferred_log_dirs.get(tp)
+            if is_future:
+                if preferred is None:
+                    raise KafkaStorageError(f"Can not create the future log for {tp} without having a "
+                                            "preferred log directory")
+                if self._log_dir_of.get(tp) == preferred:
+                    raise KafkaStorageError(f"Can not create the future log for {tp} in the current log "
+                                            f"directory of this partition {preferred}")
+            directory = preferred if preferred is not None else self._next_log_dir()
+            name = layout.future_dir_name(tp) if is_future else layout.partition_dir_name(tp)
+            path = os.path.join(directory, name)
             created = self._new_log(path, config or self.config_for(tp.topic))
             log.info("Created log for %spartition %s in %s", "new " if is_new else "", tp, path)
-            self.logs[tp] = created
-            self._log_dir_of[tp] = directory
+            logs[tp] = created
+            (self._future_dir_of if is_future else self._log_dir_of)[tp] = directory
             return created
 
     def log_dir_of(self, tp: TopicPartition) -> str:
         return self._log_dir_of[TopicPartition(*tp)]
 
+    def get_future_log(self, tp: TopicPartition) -> Log | None:
+        return self.future_logs.get(TopicPartition(*tp))
+
+    def future_log_dir_of(self, tp: TopicPartition) -> str | None:
+        return self._future_dir_of.get(TopicPartition(*tp))
+
+    def maybe_update_preferred_log_dir(self, tp: TopicPartition, directory: str) -> None:
+        """Remember where an operator wants the partition, unless its log or future log is
+        already there (Kafka's maybeUpdatePreferredLogDir)."""
+        tp = TopicPartition(*tp)
+        if self._log_dir_of.get(tp) != directory and self._future_dir_of.get(tp) != directory:
+            self.preferred_log_dirs[tp] = directory
+
     def delete_log(self, tp: TopicPartition) -> None:
-        """Close the log, rename its dir `topic-partition.<uuid>-delete`, remove it later."""
+        """Close the log, rename its dir `topic-partition.<uuid>-delete`, remove it later.
+
+        A future log of the partition goes the same way (a deleted partition's move is
+        over), and so does its preferred dir."""
         tp = TopicPartition(*tp)
         with self._lock:
+            self.preferred_log_dirs.pop(tp, None)
+            self.delete_future_log(tp)
             doomed = self.logs.pop(tp, None)
             if doomed is None:
                 return
             directory = self._log_dir_of.pop(tp)
-            doomed.close()
             if self.cleaner is not None:
                 self.cleaner.forget(tp, directory)
-            target = os.path.join(directory, layout.delete_dir_name(tp))
-            os.rename(doomed.dir, target)
-            layout.fsync_dir(directory)
-            self._remove_dir_later(target, doomed.config.file_delete_delay_ms)
-            self._checkpoint_dir(directory)
+            self._retire(tp, doomed, directory)
+
+    def delete_future_log(self, tp: TopicPartition) -> bool:
+        """Drop the partition's future log (a move cancelled or sent elsewhere)."""
+        tp = TopicPartition(*tp)
+        with self._lock:
+            doomed = self.future_logs.pop(tp, None)
+            if doomed is None:
+                return False
+            self._retire(tp, doomed, self._future_dir_of.pop(tp))
+            return True
+
+    def _retire(self, tp: TopicPartition, doomed: Log, directory: str) -> None:
+        doomed.close()
+        target = os.path.join(directory, layout.delete_dir_name(tp))
+        os.rename(doomed.dir, target)
+        layout.fsync_dir(directory)
+        log.info("Log for partition %s is renamed to %s and is scheduled for deletion", tp, target)
+        self._remove_dir_later(target, doomed.config.file_delete_delay_ms)
+        self._checkpoint_dir(directory)
+
+    def replace_current_with_future(self, tp: TopicPartition) -> Log:
+        """Make the future log the partition's log (Kafka's replaceCurrentWithFutureLog).
+
+        The caller has checked the future log caught up with the current one. As Kafka,
+        the future dir is renamed `<topic>-<partition>` first (from here a restart loads it,
+        and the current one too if the next rename is lost: Kafka's refusal to start with
+        two current dirs), then the current dir `.<uuid>-delete`, closed and removed later;
+        both dirs' checkpoints are rewritten. Open files follow their renamed dir."""
+        tp = TopicPartition(*tp)
+        with self._lock:
+            source = self.logs.get(tp)
+            dest = self.future_logs.get(tp)
+            log.info("Attempting to replace current log %s with %s for %s", source, dest, tp)
+            if source is None:
+                raise KafkaStorageError(f"The current replica for {tp} is offline")
+            if dest is None:
+                raise KafkaStorageError(f"The future replica for {tp} is offline")
+            source_dir, dest_dir = self._log_dir_of[tp], self._future_dir_of[tp]
+            _rename_log_dir(dest, os.path.join(dest_dir, layout.partition_dir_name(tp)))
+            layout.fsync_dir(dest_dir)
+            dest.update_high_watermark(source.high_watermark)
+            del self.future_logs[tp], self._future_dir_of[tp]
+            self.logs[tp] = dest
+            self._log_dir_of[tp] = dest_dir
+            if self.preferred_log_dirs.get(tp) == dest_dir:
+                del self.preferred_log_dirs[tp]
+            if self.cleaner is not None:
+                self.cleaner.forget(tp, source_dir)
+            self._retire(tp, source, source_dir)
+            self._checkpoint_dir(dest_dir)
+            log.info("The current replica is successfully replaced with the future replica for %s", tp)
+            return dest
 
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
         for tp, existing in self.logs.items():
@@ -246,7 +335,11 @@ class LogManager:
         return flushed
 
     def _logs_in(self, directory: str) -> dict[TopicPartition, Log]:
-        return {tp: lg for tp, lg in self.logs.items() if self._log_dir_of[tp] == directory}
+        """Current and future logs in a dir (a partition has at most one of them there);
+        both count in its checkpoints, as in Kafka's logsByDir."""
+        found = {tp: lg for tp, lg in self.logs.items() if self._log_dir_of[tp] == directory}
+        found.update((tp, lg) for tp, lg in self.future_logs.items() if self._future_dir_of[tp] == directory)
+        return found
 
     def _checkpoint_dir(self, directory: str) -> None:
         with self._checkpoint_lock:
@@ -332,11 +425,29 @@ class LogManager:
             self.cleaner.stop()
         with self._lock, self._checkpoint_lock:
             self._closed = True
-            for item in self.logs.values():
+            for item in [*self.logs.values(), *self.future_logs.values()]:
                 for segment in item.segments:
                     segment.close_without_trim()
                 item.closed = True
             self._release_locks()
+
+
+def _rename_log_dir(moved: Log, new_dir: str) -> None:
+    """Rename an open log's dir; its descriptors stay valid, its paths follow (Kafka's
+    Log.renameDir). Runs under the log's lock so no roll or read sees half the paths."""
+    with moved.lock:
+        old_dir = moved.dir
+        os.rename(old_dir, new_dir)
+        moved.dir = new_dir
+
+        def follow(path: str) -> str:
+            return os.path.join(new_dir, os.path.relpath(path, old_dir))
+        for segment in moved.segments:
+            segment.directory = new_dir
+            segment.log_path = follow(segment.log_path)
+            for index in (segment.offset_index, segment.time_index, segment.txn_index):
+                index.path = follow(index.path)
+        moved.leader_epoch_cache.move_to(new_dir)
 
 
 def topic_configs_from(defaults: LogConfig, overrides: Mapping[str, Mapping[str, str]]) -> TopicConfigs:

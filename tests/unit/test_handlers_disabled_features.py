@@ -7,17 +7,20 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import os
 import struct
 from dataclasses import dataclass, field
 
 import pytest
 from twisted.internet import defer
+from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 
 from kafkalike.broker.admin_manager import AdminManager
 from kafkalike.broker.metadata_cache import MetadataCache, PartitionInfo
 from kafkalike.broker.network import KafkaServerFactory
 from kafkalike.broker.registry import load_handlers
+from kafkalike.broker.replica_alter_log_dirs import ReplicaAlterLogDirsManager
 from kafkalike.broker.replica_manager import ReplicaManager
 from kafkalike.broker.topic_configs import TopicConfigs
 from kafkalike.protocol.api import APIS, decode_response, encode_request
@@ -107,9 +110,12 @@ class FakeServer:
         self.log_manager = LogManager(self.config.log_dirs, LogConfig(), enable_cleaner=False) if log_dirs else None
         self.replica_manager = ReplicaManager(0, self.log_manager, None, lambda t: LogConfig(), lambda: 0)
         self.admin = AdminManager(self.zk, self.metadata_cache, self.config, TopicConfigs(LogConfig()), None)
+        self.clock = Clock()
+        self.mover = ReplicaAlterLogDirsManager(0, self.replica_manager, self.log_manager, self.clock,
+                                                chunk_bytes=100, run_blocking=defer.maybeDeferred)
         self.services = services(config=self.config, zk=self.zk, metadata=self.metadata_cache,
                                  replicas=self.replica_manager, logs=self.log_manager, controller=self.controller,
-                                 admin=self.admin)
+                                 admin=self.admin, alter_log_dirs=self.mover)
 
     def host(self, topic: str, partition: int, records: int = 0):
         """A replica of topic-partition on this broker, with `records` one-record batches."""
@@ -517,15 +523,35 @@ def test_alter_replica_log_dirs_answers_per_partition(disk_server, version):
     assert alter_dirs(client, "/no/such/dir", [("t", 0)], version) == {("t", 0): E.LOG_DIR_NOT_FOUND}
 
 
-def test_moving_between_dirs_is_refused_and_nothing_moves(shm_path):
+def test_a_replica_moves_to_the_other_dir_through_a_future_log(shm_path):
     server = FakeServer(log_dirs=[str(shm_path / "a"), str(shm_path / "b")], topics={"t": 1})
     try:
-        server.host("t", 0, records=2)
+        part = server.host("t", 0, records=5)
+        part.log.update_high_watermark(5)
         source = server.log_manager.log_dir_of(("t", 0))
         target = next(d for d in server.config.log_dirs if d != source)
-        assert alter_dirs(Client(server), target, [("t", 0)]) == {("t", 0): E.KAFKA_STORAGE_ERROR}
-        assert server.log_manager.log_dir_of(("t", 0)) == source
+        client = Client(server)
+        assert alter_dirs(client, target, [("t", 0)]) == {("t", 0): E.NONE}
+        future = server.log_manager.get_future_log(("t", 0))
+        assert os.path.basename(future.dir).startswith("t-0.") and future.dir.endswith("-future")
+        # Until the copier runs, DescribeLogDirs shows the future replica lagging by 5.
+        described = {r[1]: r[2] for r in log_dirs(client, None)}
+        assert described[target] == {"t": {0: (0, 5, True)}} and described[source]["t"][0][1:] == (0, False)
+        # An append after the move began is copied too; chunks of 100 bytes (one batch)
+        # follow each other in turns of the reactor until the swap.
+        part.log.append(encode_batch([(b"late", b"value")], base_timestamp=1_650_000_000_000))
+        server.clock.advance(0)
+        assert server.log_manager.get_future_log(("t", 0)) is None
+        assert server.log_manager.log_dir_of(("t", 0)) == target
+        assert part.log is server.log_manager.get_log(("t", 0)) and part.log.dir == os.path.join(target, "t-0")
+        assert part.log.log_end_offset == 6 and part.high_watermark == 5
+        assert not [n for n in os.listdir(source) if n.startswith("t-0")]     # removed (no delay here)
+        assert len(part.log.read(0, 1 << 20)) == sum(s.size for s in part.log.segments)
+        # Already there: a no-op; an unknown dir is LOG_DIR_NOT_FOUND.
+        assert alter_dirs(client, target, [("t", 0)]) == {("t", 0): E.NONE}
+        assert alter_dirs(client, "/elsewhere", [("t", 0)]) == {("t", 0): E.LOG_DIR_NOT_FOUND}
     finally:
+        server.mover.shutdown()
         server.log_manager.shutdown()
 
 
