@@ -240,6 +240,9 @@ def test_prefixed_wildcard_and_deny_acls_reach_every_broker_through_zookeeper(se
         assert _produce(bob, "pre-denied", 1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
         assert _produce(bob, "other", 1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
         assert {"pre-a", "other", "secret"} <= set(AdminClient(bob).list_topics(timeout=10).topics)
+    # auto-creation needs CREATE (DESCRIBE is not enough): refused, and nothing is created
+    assert _produce(_conf(secured, "bob"), "auto-made", 1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+    assert "auto-made" not in admin.list_topics(timeout=10).topics
     removed = _acls(*zk, "--remove", "--force", "--topic", "pre-", "--resource-pattern-type", "prefixed")
     assert removed.returncode == 0, removed.stdout + removed.stderr
     time.sleep(1)
