@@ -132,7 +132,7 @@ def _answer(results, order, version: int, convert: _Conversion | None = None) ->
     for topic, partition in order:
         r = results.get((topic, partition), _REFUSED)
         error, records, offsets_valid = r.error, r.records, True
-        if convert is not None:
+        if convert is not None and r is not _REFUSED:     # nothing about a refused topic is told
             error, records, offsets_valid = convert.apply(topic, partition, r)
         if error == ErrorCode.KAFKA_STORAGE_ERROR and version <= 5:
             error = ErrorCode.NOT_LEADER_OR_FOLLOWER  # older clients do not retry the storage error
