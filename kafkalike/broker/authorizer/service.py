@@ -49,12 +49,12 @@ class Authorizer:
         return self.authorize(ctx, operation, CLUSTER, CLUSTER_NAME, log_denied=log_denied)
 
     def filter(self, ctx: RequestContext, operation: AclOperation, resource_type: AclResourceType,
-               names: Iterable[str]) -> set[str]:
+               names: Iterable[str], *, log_denied: bool = True) -> set[str]:
         """The names among `names` the caller may `operation` (each checked once)."""
         unique = set(names)
         if not self.enabled:
             return unique
-        return {n for n in unique if self.authorize(ctx, operation, resource_type, n)}
+        return {n for n in unique if self.authorize(ctx, operation, resource_type, n, log_denied=log_denied)}
 
     def require(self, ctx: RequestContext, request: Any, operation: AclOperation,
                 resource_type: AclResourceType, name: str, code: ErrorCode) -> Any:

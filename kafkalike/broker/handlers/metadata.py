@@ -53,7 +53,7 @@ def _refused(ctx: RequestContext, names, may_create: bool, listed: bool) -> dict
     authz = ctx.authorizer
     if not authz.enabled:
         return {}
-    allowed = authz.filter(ctx, Op.DESCRIBE, TOPIC, names)
+    allowed = authz.filter(ctx, Op.DESCRIBE, TOPIC, names, log_denied=listed)   # all topics: denials not logged
     refused: dict[str, str | None] = {n: "describe" if listed else None for n in names if n not in allowed}
     missing = [n for n in allowed if not ctx.metadata.contains(n)]
     if may_create and missing and ctx.config.get("auto.create.topics.enable") and not authz.authorize_cluster(
