@@ -10,6 +10,7 @@ the first offset of its open transaction (-1 for none, as for idempotent-only pr
 """
 from __future__ import annotations
 
+from kafkalike.broker.authorizer.service import TOPIC, Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
@@ -21,13 +22,16 @@ _R = DescribeProducersResponse
 def handle_describe_producers(ctx: RequestContext, request: DescribeProducersRequest) -> DescribeProducersResponse:
     cache, replicas = ctx.metadata, ctx.replicas
     topics = []
+    readable = ctx.authorizer.filter(ctx, Op.READ, TOPIC, (t.name for t in request.topics))
     for t in request.topics:
         known_topic = cache.contains(t.name)
         partitions = []
         for p in t.partition_indexes:
             hosted = replicas.partitions.get((t.name, p))
             producers = []
-            if not known_topic:
+            if t.name not in readable:
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED       # KafkaApis (3.0): READ on the topic
+            elif not known_topic:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif hosted is not None:
                 code = ErrorCode.NONE

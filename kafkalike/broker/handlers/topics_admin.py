@@ -59,7 +59,10 @@ async def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
             res.num_partitions, res.replication_factor = r.num_partitions, r.replication_factor
             if r.topic_id is not None:
                 res.topic_id = r.topic_id
-            if ctx.version >= 5:
+            if ctx.version >= 5 and not ctx.authorizer.authorize(ctx, Op.DESCRIBE_CONFIGS, TOPIC, t.name,
+                                                                 log_denied=False):
+                res.topic_config_error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)   # created, configs not shown
+            elif ctx.version >= 5:
                 res.configs = _config_entries(ctx, {c.name: c.value for c in t.configs})
     return CreateTopicsResponse(topics=results)
 
