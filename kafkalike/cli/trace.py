@@ -4,10 +4,11 @@
                        [--acks all] [--linger-ms 0] [--partition N] [--consume]
 
 The client's steps come from kafkalike's own producer: while a tracer is attached
-(`KafkaProducer._trace_with`), send() reports the serializer, the partitioner and the
-accumulator (a batch created, or one joined), and the sender thread reports the Produce
-request it went out in and the answer; the acknowledgement is the record's callback.
-Without a tracer each of those is a `None` check.
+(`KafkaProducer._trace_with`), its serializers, partitioner and accumulator append are
+wrapped to report the serializer, the partitioner and the accumulator (a batch created,
+or one joined), and the sender thread reports the Produce request the record went out
+in and the answer; the acknowledgement is the record's callback. An untraced producer's
+send() runs no tracing code at all; its sender checks for a tracer once per request.
 
 The cluster's steps are watched from outside, through Kafka's protocol, from a probe
 thread started before send(), so nothing on a broker's hot path changes:
@@ -98,19 +99,21 @@ class Tracer:
     def step(self, name: str, **info) -> None:
         at = self._at()
         j = self.journey
-        if name == "send":
-            j.mark("send", "send() called", at)
-        elif name == "serializer":
+        if name == "serializer":
             j.mark("serializer", "serializer", at, f"key {_size(info['key_bytes'])}, value {_size(info['value_bytes'])}")
         elif name == "partitioner":
-            self.partition = info["partition"]
-            self.partition_known.set()
-            j.mark("partitioner", "partitioner", at, f"partition {info['partition']} ({info['partitioner']})")
+            # A sticky partitioner may choose again when its batch is full (KIP-480): the last choice counts.
+            j.steps["partitioner"] = Step("partitioner", at, f"partition {info['partition']} ({info['partitioner']})")
         elif name == "accumulator":
-            detail = f"batch {info['batch']} for partition {info['partition']}"
+            partition = info["partition"]
+            if "partitioner" not in j.steps:
+                j.mark("partitioner", "partitioner", at, f"partition {partition} given: no partitioner ran")
+            detail = f"batch {info['batch']} for partition {partition}"
             if info.get("full"):
                 detail += " (now full)"
             j.mark("accumulator", "accumulator", at, detail)
+            self.partition = partition
+            self.partition_known.set()
 
     # -- producer (sender thread) ------------------------------------------------------------
 
@@ -430,6 +433,7 @@ def trace(args: argparse.Namespace, out: TextIO) -> int:
             acked.set()
 
         tracer.t0 = time.monotonic()
+        journey.mark("send", "send() called", 0.0)
         producer.send(args.topic, args.value.encode(), key=None if args.key is None else args.key.encode(),
                       partition=args.partition, callback=on_ack)
         # No flush(): it would make the batch sendable at once, and linger.ms is part of the journey.

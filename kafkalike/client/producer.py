@@ -221,6 +221,22 @@ def _txn_offsets(offsets: Mapping) -> dict[TopicPartition, tuple[int, str | None
     return out
 
 
+class _TracedPartitioner:
+    """The partitioner, reporting its choice to a tracer (KafkaProducer._trace_with)."""
+
+    def __init__(self, partitioner: Any, tracer: Any) -> None:
+        self._partitioner = partitioner
+        self._tracer = tracer
+
+    def partition(self, topic, key, key_bytes, value, value_bytes, cluster) -> int:
+        partition = self._partitioner.partition(topic, key, key_bytes, value, value_bytes, cluster)
+        self._tracer.step("partitioner", partition=partition, partitioner=type(self._partitioner).__name__)
+        return partition
+
+    def __getattr__(self, name: str) -> Any:   # on_new_batch, close, ...
+        return getattr(self._partitioner, name)
+
+
 class KafkaProducer:
     """A thread-safe producer; see the module docstring. Configs use Kafka's dotted names."""
 
@@ -250,8 +266,6 @@ class KafkaProducer:
                                   max_age_ms=cfg["metadata.max.age.ms"], max_idle_ms=cfg["metadata.max.idle.ms"])
         self._metrics = Metrics(self.client_id, window_ms=cfg["metrics.sample.window.ms"],
                                 samples=cfg["metrics.num.samples"])
-        # The record tracer (kafkalike-trace, docs/journey.md): None unless a trace is asked for.
-        self._tracer = None
         self._accumulator = RecordAccumulator(
             batch_size=cfg["batch.size"], compression=codec_by_name(cfg["compression.type"]),
             linger_ms=cfg["linger.ms"], retry_backoff_ms=cfg["retry.backoff.ms"],
@@ -323,9 +337,6 @@ class KafkaProducer:
             raise
 
     def _send(self, topic, value, key, partition, headers, timestamp, callback) -> FutureRecordMetadata:
-        tracer = self._tracer
-        if tracer is not None:
-            tracer.step("send")
         if self._key_passthrough and (key is None or type(key) is bytes):
             key_bytes = key
         else:
@@ -343,9 +354,6 @@ class KafkaProducer:
             raise TypeError(f"partition must be an int or None, not {type(partition).__name__}")
         if headers:
             headers = _normalize_headers(headers)
-        if tracer is not None:
-            tracer.step("serializer", key_bytes=-1 if key_bytes is None else len(key_bytes),
-                        value_bytes=-1 if value_bytes is None else len(value_bytes))
         size = _MAX_OVERHEAD
         if key_bytes is not None:
             size += len(key_bytes)
@@ -370,8 +378,6 @@ class KafkaProducer:
         elif partition < 0:
             raise KafkaError(f"Invalid partition given with record: {partition} is not in the range "
                              f"[0...{len(view.partitions)}].")
-        if tracer is not None:
-            tracer.step("partitioner", partition=partition, partitioner=type(self._partitioner).__name__)
         if timestamp is None:
             timestamp = int(_time() * 1000)
         if callback is not None or self._interceptors.items:
@@ -395,9 +401,6 @@ class KafkaProducer:
                 added = transactions.maybe_add_partition(TopicPartition(topic, partition)) or added
             future, full, new_batch = accumulator.append((topic, partition), timestamp, key_bytes, value_bytes,
                                                          headers, callback, deadline, False, now)
-        if tracer is not None:
-            tracer.step("accumulator", partition=partition, batch="created" if new_batch else "joined",
-                        full=full)
         if full or new_batch or added:  # (a new partition in a transaction: the sender adds it)
             self._wakeup()
         return future
@@ -551,11 +554,47 @@ class KafkaProducer:
             close()
 
     def _trace_with(self, tracer: Any) -> None:
-        """kafkalike-trace's hook (kafkalike/cli/trace.py): later sends report each step to
-        `tracer` (its step(), request_sent() and response_received()); None turns it off.
-        Off, a send() pays one None check per step."""
-        self._tracer = tracer
+        """kafkalike-trace's hook (kafkalike/cli/trace.py, docs/journey.md): while a tracer is
+        attached, the serializers, the partitioner and the accumulator's append are wrapped
+        so each reports its step (`tracer.step(name, **info)`), and the sender reports the
+        Produce request and its answer (`request_sent`, `response_received`). None detaches
+        it and puts the originals back. Nothing in send() checks for a tracer: a producer
+        that is not traced runs exactly the code it runs without this method."""
+        saved = self.__dict__.pop("_untraced", None)
+        if saved is not None:
+            (self._key_serializer, self._value_serializer, self._key_passthrough, self._value_passthrough,
+             self._partitioner) = saved
+            self._accumulator.__dict__.pop("append", None)
         self._sender.tracer = tracer
+        if tracer is None:
+            return
+        self._untraced = (self._key_serializer, self._value_serializer, self._key_passthrough,
+                          self._value_passthrough, self._partitioner)
+        key_serializer, value_serializer = self._key_serializer, self._value_serializer
+        sizes: dict[str, int] = {}
+
+        def traced_key(topic: str, data: Any) -> Any:
+            out = key_serializer(topic, data)
+            sizes["key"] = -1 if out is None else len(out)
+            return out
+
+        def traced_value(topic: str, data: Any) -> Any:
+            out = value_serializer(topic, data)
+            tracer.step("serializer", key_bytes=sizes.pop("key", -1), value_bytes=-1 if out is None else len(out))
+            return out
+
+        self._key_serializer, self._value_serializer = traced_key, traced_value
+        self._key_passthrough = self._value_passthrough = False
+        self._partitioner = _TracedPartitioner(self._partitioner, tracer)
+        append = self._accumulator.append
+
+        def traced_append(tp, *args, **kwargs):
+            future, full, new_batch = result = append(tp, *args, **kwargs)
+            if future is not None:
+                tracer.step("accumulator", partition=tp[1], batch="created" if new_batch else "joined", full=full)
+            return result
+
+        self._accumulator.append = traced_append
 
     def _register_gauges(self, client: NetworkClient) -> None:
         m = self._metrics
