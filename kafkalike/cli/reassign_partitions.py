@@ -17,9 +17,13 @@ writes the znodes itself, starting reassignments through /admin/reassign_partiti
 (reassign_partitions_zookeeper). The files, throttle values and status lines both use
 are in reassign_partitions_plan.
 
-Where this differs from 2.8: Jackson's parse error texts are approximated; log_dirs other
-than "any" (moves between a broker's log directories) are refused, kafkalike has no
-AlterReplicaLogDirs; clearing broker-level throttles through --bootstrap-server deletes
+Log dirs other than "any" in a plan move replicas between a broker's log directories as
+2.8 does: --execute sends AlterReplicaLogDirs to each named broker, retrying every 100 ms
+(up to --timeout) while a replica is not there yet, and sets
+--replica-alter-log-dirs-throttle on those brokers; --verify and --cancel read where
+each replica and its future replica are from DescribeLogDirs.
+
+Where this differs from 2.8: Jackson's parse error texts are approximated; clearing broker-level throttles through --bootstrap-server deletes
 only the throttle keys a broker reports as dynamic (Kafka sends the deletes blindly; the
 outcome is the same), so it works against brokers that refuse dynamic broker configs.
 """
@@ -54,7 +58,11 @@ from kafkalike.cli.reassign_partitions_plan import (
     follower_throttles,
     generation_text,
     leader_throttles,
-    log_dirs_refused,
+    log_dir_move_state,
+    move_states_text,
+    moving_brokers,
+    replica_name,
+    sorted_replicas,
     parse_execute_json,
     parse_generate_args,
     parse_reassignment_json,
@@ -302,9 +310,9 @@ class AdminService:
 
     # --execute
 
-    def execute(self, additional: bool, text: str, inter_broker_throttle: int, log_dir_throttle: int) -> None:
+    def execute(self, additional: bool, text: str, inter_broker_throttle: int, log_dir_throttle: int,
+                timeout_ms: int = 10000) -> None:
         proposed, log_dirs = parse_execute_json(text)
-        log_dirs_refused(log_dirs)
         current_reassignments = self.reassignments()
         if not additional and current_reassignments:
             raise TerseFailure(CANNOT_EXECUTE_BECAUSE_OF_EXISTING)
@@ -323,7 +331,7 @@ class AdminService:
                 self.modify_broker_throttles(reassigning_brokers(moves), inter_broker_throttle)
                 self.println(f"The inter-broker throttle limit was set to {inter_broker_throttle} B/s")
             if log_dir_throttle >= 0:
-                # No log directory moves here (refused above): no broker to throttle.
+                self.modify_log_dir_throttle(moving_brokers(log_dirs), log_dir_throttle)
                 self.println(f"The replica-alter-dir throttle limit was set to {log_dir_throttle} B/s")
         errors = self._get(lambda: self.admin.alter_partition_reassignments(proposed))
         failed = {tp: e for tp, e in errors.items() if e is not None}
@@ -332,6 +340,95 @@ class AdminService:
                 f"{tp_name(tp)}: {failed[tp].message}" for tp in sorted(failed)))
         self.println(f"Successfully started partition reassignment{plural(len(proposed))} for "
                      + ",".join(tp_name(tp) for tp in sorted(proposed)))
+        if log_dirs:
+            self.execute_moves(dict(log_dirs), timeout_ms)
+
+    # log directory moves
+
+    def modify_log_dir_throttle(self, brokers: Sequence[int], rate: int) -> None:
+        from kafkalike.client.admin import AlterConfigOp, AlterConfigOpType, ConfigResource, ResourceType
+        from kafkalike.cli.reassign_partitions_plan import BROKER_LOG_DIR_THROTTLE
+        changes = {ConfigResource(ResourceType.BROKER, str(b)): [
+            AlterConfigOp(BROKER_LOG_DIR_THROTTLE, str(rate), AlterConfigOpType.SET)] for b in brokers}
+        if changes:
+            self._get(lambda: self.admin.incremental_alter_configs(changes))
+
+    def execute_moves(self, moves: dict[tuple[str, int, int], str], timeout_ms: int) -> None:
+        """executeMoves: AlterReplicaLogDirs until every replica took its dir; a replica not
+        on its broker yet (REPLICA_NOT_AVAILABLE: a reassignment is still adding it) is
+        asked again every 100 ms, up to the timeout."""
+        import time
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        pending = dict(moves)
+        while True:
+            completed = self.alter_replica_log_dirs(pending)
+            if completed:
+                self.println(f"Successfully started log directory move{plural(len(completed))} for: "
+                             + ",".join(replica_name(r) for r in sorted_replicas(completed)))
+            for replica in completed:
+                pending.pop(replica, None)
+            if not pending:
+                return
+            if time.monotonic() >= deadline:
+                raise TerseFailure(f"Timed out before log directory move{plural(len(pending))} could be started "
+                                   "for: " + ",".join(replica_name(r) for r in sorted_replicas(pending)))
+            time.sleep(0.1)
+
+    def _nodes(self) -> dict:
+        return {b.id: b for b in self._get(self.admin.describe_cluster).brokers}
+
+    def alter_replica_log_dirs(self, moves: Mapping[tuple[str, int, int], str]) -> set[tuple[str, int, int]]:
+        """Admin.alterReplicaLogDirs, one request per broker; the replicas whose move started."""
+        from kafkalike.client.admin import KafkaAdminError
+        from kafkalike.client.connection import BrokerConnection
+        from kafkalike.protocol.errors import ErrorCode
+        from kafkalike.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest as R
+        nodes = self._nodes()
+        done: set[tuple[str, int, int]] = set()
+        by_broker: dict[int, dict[str, dict[str, list[int]]]] = {}
+        for (topic, partition, broker), path in moves.items():
+            by_broker.setdefault(broker, {}).setdefault(path, {}).setdefault(topic, []).append(partition)
+        for broker, dirs in sorted(by_broker.items()):
+            node = nodes.get(broker)
+            if node is None:
+                continue           # not up yet: asked again, as the admin client's call would wait
+            request = R(dirs=[R.AlterReplicaLogDir(path=path, topics=[
+                R.AlterReplicaLogDirTopic(name=t, partitions=ps) for t, ps in topics.items()])
+                for path, topics in dirs.items()])
+            with BrokerConnection(node.host, node.port, client_id="reassign-partitions",
+                                  security=self.admin.security) as connection:
+                connection.connect()
+                response = connection.send(request)
+            for t in response.results:
+                for p in t.partitions:
+                    replica = (t.topic_name, p.partition_index, broker)
+                    if p.error_code == ErrorCode.NONE:
+                        done.add(replica)
+                    elif p.error_code != ErrorCode.REPLICA_NOT_AVAILABLE:
+                        error = KafkaAdminError(p.error_code)
+                        raise JavaError(ADMIN_COMMAND_FAILED, f"Failed to alter dir for {replica_name(replica)}",
+                                        _execution(error))
+        return done
+
+    def log_dir_move_states(self, targets: Mapping[tuple[str, int, int], str]) -> dict[tuple[str, int, int], tuple]:
+        """findLogDirMoveStates over describeReplicaLogDirs (DescribeLogDirs of each broker)."""
+        from kafkalike.cli.log_dirs import describe_log_dirs
+        if not targets:
+            return {}
+        described = describe_log_dirs(self.admin, sorted({r[2] for r in targets}), "reassign-partitions")
+        states = {}
+        for replica, target in targets.items():
+            topic, partition, broker = replica
+            current = future = None
+            for log_dir, (_error, replicas) in described.get(broker, {}).items():
+                for t, p, _size, _lag, is_future in replicas:
+                    if (t, p) == (topic, partition):
+                        if is_future:
+                            future = log_dir
+                        else:
+                            current = log_dir
+            states[replica] = log_dir_move_state(target, current, future, broker in described)
+        return states
 
     def modify_topic_throttles(self, leaders: Mapping[str, str], followers: Mapping[str, str]) -> None:
         from kafkalike.client.admin import AlterConfigOp, AlterConfigOpType, ConfigResource, ResourceType
@@ -387,10 +484,11 @@ class AdminService:
 
     def verify(self, text: str, preserve_throttles: bool) -> None:
         targets, log_dirs = parse_reassignment_json(text)
-        log_dirs_refused(log_dirs)
         states, ongoing = self.partition_states(targets)
         self.println(partition_states_text(states))
-        self.println("")        # the (empty) report of log directory moves
+        moves = self.log_dir_move_states(log_dirs)
+        self.println(move_states_text(moves))      # empty without log dir moves, as 2.8
+        ongoing = ongoing or any(state[0] != "completed" for state in moves.values())
         if not ongoing and not preserve_throttles:
             self.clear_all_throttles(targets)
 
@@ -427,9 +525,8 @@ class AdminService:
 
     # --cancel
 
-    def cancel(self, text: str, preserve_throttles: bool) -> None:
+    def cancel(self, text: str, preserve_throttles: bool, timeout_ms: int = 10000) -> None:
         targets, log_dirs = parse_reassignment_json(text)
-        log_dirs_refused(log_dirs)
         wanted = list(dict.fromkeys(tp for tp, _ in targets))
         found = self.reassignments(wanted)
         active = sorted(tp for tp, ra in found.items() if ra.adding_replicas or ra.removing_replicas)
@@ -443,7 +540,12 @@ class AdminService:
                          + ",".join(tp_name(tp) for tp in active))
         else:
             self.println("None of the specified partition reassignments are active.")
-        self.println("None of the specified partition moves are active.")
+        # Moves under way are sent back to the dir they are leaving.
+        moving = {r: state[1] for r, state in self.log_dir_move_states(log_dirs).items() if state[0] == "active"}
+        if moving:
+            self.execute_moves(moving, timeout_ms)
+        else:
+            self.println("None of the specified partition moves are active.")
         if not preserve_throttles:
             self.clear_all_throttles(targets)
 
@@ -484,10 +586,10 @@ def _run_action(service, action: str, opts: ParsedArgs, zookeeper: bool) -> None
         else:
             additional = opts.has("additional")
             throttle, log_dir_throttle = opts.number("throttle"), opts.number("replica-alter-log-dirs-throttle")
-            service.execute(additional, text, throttle, log_dir_throttle)
+            service.execute(additional, text, throttle, log_dir_throttle, opts.number("timeout"))
     elif action == "cancel":
         text = read_file(opts.value("reassignment-json-file") or "")
-        service.cancel(text, opts.has("preserve-throttles"))
+        service.cancel(text, opts.has("preserve-throttles"), opts.number("timeout"))
     elif action == "list":
         service.list()
     else:

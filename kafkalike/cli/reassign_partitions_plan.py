@@ -344,10 +344,61 @@ def clearing_lines(brokers: Sequence[int], topics: Sequence[str]) -> tuple[str, 
             f"Clearing topic-level throttles on topic{plural(len(topics))} {','.join(topics)}")
 
 
-def log_dirs_refused(log_dirs: Mapping) -> None:
-    if log_dirs:
-        raise JavaError(ADMIN_COMMAND_FAILED, "Moving replicas between log directories (log_dirs other than "
-                                              "\"any\") is not supported by kafkalike")
+# -- log directory moves (TopicPartitionReplica keys: (topic, partition, broker)) ------------
+
+
+def replica_name(replica: tuple[str, int, int]) -> str:
+    """TopicPartitionReplica.toString: broker-topic-partition."""
+    return f"{replica[2]}-{replica[0]}-{replica[1]}"
+
+
+def sorted_replicas(replicas) -> list[tuple[str, int, int]]:
+    """compareTopicPartitionReplicas: by broker, then topic, then partition."""
+    return sorted(replicas, key=lambda r: (r[2], r[0], r[1]))
+
+
+def moving_brokers(log_dirs: Mapping[tuple, str]) -> list[int]:
+    """calculateMovingBrokers: the brokers named by a log dir move."""
+    return sorted({r[2] for r in log_dirs})
+
+
+def log_dir_move_state(target: str, current: str | None, future: str | None, found: bool) -> tuple:
+    """findLogDirMoveStates' cases: missing-replica, missing-log-dir, completed, cancelled, active."""
+    if not found:
+        return ("missing-replica", target)
+    if current is None:
+        return ("missing-log-dir", target)
+    if future is None:
+        return ("completed", target) if current == target else ("cancelled", current, target)
+    return ("active", current, target, future)
+
+
+def move_states_text(states: Mapping[tuple[str, int, int], tuple]) -> str:
+    """replicaMoveStatesToString, one line per replica in Kafka's order."""
+    lines = []
+    for replica in sorted_replicas(states):
+        state = states[replica]
+        topic, partition, broker = replica
+        kind = state[0]
+        if kind == "missing-log-dir":
+            lines.append(f"Partition {topic}-{partition} is not found in any live log dir on broker {broker}. "
+                         "There is likely an offline log directory on the broker.")
+        elif kind == "missing-replica":
+            lines.append(f"Partition {topic}-{partition} cannot be found in any live log directory on broker "
+                         f"{broker}.")
+        elif kind == "active":
+            _, _, target, future = state
+            if target == future:
+                lines.append(f"Reassignment of replica {replica_name(replica)} is still in progress.")
+            else:
+                lines.append(f"Partition {topic}-{partition} on broker {broker} is being moved to log dir "
+                             f"{future} instead of {target}.")
+        elif kind == "cancelled":
+            lines.append(f"Partition {topic}-{partition} on broker {broker} is not being moved from log dir "
+                         f"{state[1]} to {state[2]}.")
+        else:
+            lines.append(f"Reassignment of replica {replica_name(replica)} completed successfully.")
+    return "\n".join(lines)
 
 
 def read_file(path: str) -> str:

@@ -22,13 +22,14 @@ from typing import Iterator
 import pytest
 from confluent_kafka import Producer
 
+from kafkalike.client.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 from kafkalike.client.connection import BrokerConnection
 from kafkalike.lab.cluster import Cluster
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
 from tests.conftest import scratch_dir
 from tests.fault.cluster_view import ZooKeeperView, wait_until
-from tests.integration.test_reassignment import REPO, consume, create_topic
+from tests.integration.test_reassignment import REPO, consume, create_topic, run_tool, write_json
 
 pytestmark = pytest.mark.integration
 
@@ -226,3 +227,47 @@ def test_unknown_dir_and_partitions_not_hosted(cluster):
     # Not hosted on broker 1 (yet): Kafka 2.8's REPLICA_NOT_AVAILABLE; unknown topic.
     answer = alter(cluster, 1, {("odd", 0): str(dirs_of(cluster, 1)[1]), ("nope", 0): str(dirs_of(cluster, 1)[1])})
     assert answer == {("odd", 0): ErrorCode.REPLICA_NOT_AVAILABLE, ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+
+
+def test_the_reassign_tool_moves_replicas_to_named_dirs_and_verifies(cluster, tmp_path):
+    create_topic(cluster.bootstrap, "tool", [[0], [0]])
+    for p in (0, 1):
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+        for i in range(50):
+            producer.produce("tool", key=b"%d-%d" % (p, i), value=b"x" * 100, partition=p)
+        assert producer.flush(30) == 0
+    broker0_target = str(where(cluster, 0, "tool-1")[1])
+    broker1_target = str(dirs_of(cluster, 1)[1])
+    plan = write_json(tmp_path / "dirs.json", {"version": 1, "partitions": [
+        {"topic": "tool", "partition": 0, "replicas": [1], "log_dirs": [broker1_target]},
+        {"topic": "tool", "partition": 1, "replicas": [0], "log_dirs": [broker0_target]}]})
+    done = run_tool("--bootstrap-server", cluster.bootstrap, "--reassignment-json-file", plan, "--execute",
+                    "--replica-alter-log-dirs-throttle", "50000000")
+    assert done.returncode == 0, done.stderr
+    assert "The replica-alter-dir throttle limit was set to 50000000 B/s\n" in done.stdout
+    assert "Successfully started partition reassignments for tool-0,tool-1\n" in done.stdout
+    started = [r for line in done.stdout.splitlines() if line.startswith("Successfully started log directory move")
+               for r in line.split(": ", 1)[1].split(",")]
+    assert sorted(started) == ["0-tool-1", "1-tool-0"], done.stdout
+
+    def verified():
+        out = run_tool("--bootstrap-server", cluster.bootstrap, "--reassignment-json-file", plan, "--verify")
+        assert out.returncode == 0, out.stderr
+        return out.stdout if "completed successfully.\nReassignment of replica 1-tool-0 completed" in out.stdout \
+            else None
+    out = wait_until(verified, 60, "--verify to report both moves complete")
+    assert out == ("Status of partition reassignment:\n"
+                   "Reassignment of partition tool-0 is complete.\n"
+                   "Reassignment of partition tool-1 is complete.\n"
+                   "Reassignment of replica 0-tool-1 completed successfully.\n"
+                   "Reassignment of replica 1-tool-0 completed successfully.\n"
+                   "Clearing broker-level throttles on brokers 0,1\n"
+                   "Clearing topic-level throttles on topic tool\n"), out
+    assert log_dirs(cluster, 0, "tool") == [(broker0_target, "tool-1", False, 0)]
+    assert log_dirs(cluster, 1, "tool") == [(broker1_target, "tool-0", False, 0)]
+    with AdminClient({"bootstrap.servers": cluster.bootstrap}) as admin:
+        resource = ConfigResource(ResourceType.BROKER, "0")
+        entries_ = admin.describe_configs([resource])[resource]
+    assert not [e for e in entries_ if e.name == "replica.alter.log.dirs.io.max.bytes.per.second"
+                and e.source == ConfigSource.DYNAMIC_BROKER_CONFIG]
+    assert len(consume(cluster.bootstrap, "tool", 50, partition=1)) == 50

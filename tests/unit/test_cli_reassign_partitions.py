@@ -183,3 +183,21 @@ def test_a_bad_throttle_value_is_reported_when_it_is_read(tmp_path, monkeypatch)
                               "--throttle", "fast")
     assert code == 1
     assert out.startswith("Error: Cannot parse argument 'fast' of option throttle\n")
+
+
+def test_log_dir_move_states_print_as_2_8_prints_them():
+    states = {
+        ("t", 0, 2): rpp.log_dir_move_state("/d2", "/d1", "/d2", True),
+        ("t", 1, 1): rpp.log_dir_move_state("/d2", "/d2", None, True),
+        ("a", 0, 2): rpp.log_dir_move_state("/d2", "/d1", None, True),
+        ("t", 2, 1): rpp.log_dir_move_state("/d2", "/d1", "/d3", True),
+        ("t", 3, 1): rpp.log_dir_move_state("/d2", None, None, True),
+    }
+    assert rpp.move_states_text(states) == (
+        "Reassignment of replica 1-t-1 completed successfully.\n"
+        "Partition t-2 on broker 1 is being moved to log dir /d3 instead of /d2.\n"
+        "Partition t-3 is not found in any live log dir on broker 1. There is likely an offline log directory "
+        "on the broker.\n"
+        "Partition a-0 on broker 2 is not being moved from log dir /d1 to /d2.\n"
+        "Reassignment of replica 2-t-0 is still in progress.")
+    assert rpp.moving_brokers({("t", 0, 2): "/d", ("u", 1, 1): "/e", ("t", 1, 2): "/d"}) == [1, 2]
