@@ -269,11 +269,16 @@ def _wire_filter(f: AclBindingFilter) -> dict:
                 operation=int(f.operation), permission_type=int(f.permission_type))
 
 
+class _Failed(Exception):
+    """An ACL call the broker refused, as the Java admin client's future throws it."""
+
+
 def _raise(code: int, message: str | None) -> None:
     if code:
         from kafkalike.protocol.errors import ErrorCode, default_message, java_exception_name
         error = ErrorCode(code)
-        raise RuntimeError(f"{java_exception_name(error).rsplit('.', 1)[-1]}: {message or default_message(error)}")
+        raise _Failed(f"org.apache.kafka.common.errors.{java_exception_name(error)}: "
+                      f"{message or default_message(error)}")
 
 
 class _ZooKeeper:
@@ -405,13 +410,13 @@ def run(opts, out: TextIO) -> int:
                     if _confirm(opts, question, out):
                         service.delete(filters)
             _current(service, opts, out)
-        except (RuntimeError, OSError) as error:
-            out.write(f"Error while executing ACL command: {error}\n")
-            return 1
-        except Exception as error:        # KafkaAdminError and the like: the tool's catch-all
-            if isinstance(error, (UsageError, JavaError)):
-                raise
-            out.write(f"Error while executing ACL command: {error}\n")
+        except (UsageError, JavaError):
+            raise
+        except Exception as error:        # the tool's catch-all: the message, then the trace's first line
+            from kafkalike.cli.joptions import throwable
+            message = str(error) if isinstance(error, _Failed) else throwable(error)
+            out.write(f"Error while executing ACL command: {message}\n"
+                      f"java.util.concurrent.ExecutionException: {message}\n")
             return 1
     finally:
         service.close()

@@ -75,3 +75,13 @@ def test_usage_errors_are_2_8s_and_connect_to_nothing(args, message):
     code, out, err = run("--authorizer-properties", "zookeeper.connect=127.0.0.1:1", *args)
     assert code == 1 and out == ""
     assert err.startswith(message + "\n") and "Option" in err
+
+
+def test_a_broker_without_an_authorizer_answers_security_disabled(broker):
+    code, out, _ = run("--bootstrap-server", broker.bootstrap, "--list")
+    assert code == 1
+    assert out.startswith("Error while executing ACL command: org.apache.kafka.common.errors."
+                          "SecurityDisabledException: No Authorizer is configured on the broker\n"), out
+    code, out, _ = run("--bootstrap-server", broker.bootstrap, "--add", "--allow-principal", "User:a", "--topic", "t")
+    assert code == 1 and ("Error while executing ACL command: org.apache.kafka.common.errors."
+                          "SecurityDisabledException: No Authorizer is configured on the broker.\n") in out
