@@ -61,6 +61,7 @@ class BrokerMetrics:
         self.registry.add_source(self._replica_manager, "ReplicaManager")
         self.registry.add_source(self._logs, "Log")
         self.registry.add_source(self._purgatories, "DelayedOperationPurgatory")
+        self.registry.add_source(self._alter_log_dirs, "ReplicaAlterLogDirsManager")
         self.registry.add_source(services.request_metrics.readings, "RequestMetrics")
         self.registry.add_source(self._controller, "KafkaController")
         stats = getattr(services.controller, "stats", None)
@@ -143,6 +144,13 @@ class BrokerMetrics:
             tags = (("delayedOperation", operation),)
             # Watched entries, an operation once per key it waits on, as Kafka counts them.
             yield _gauge("kafka.server", "DelayedOperationPurgatory", "PurgatorySize", purgatory.watched(), tags)
+
+    def _alter_log_dirs(self) -> Iterator[Reading]:
+        """Kafka's fetcher manager MaxLag for moves between log dirs: the largest number of
+        offsets a future log is behind its current log (0 with no move)."""
+        mover = getattr(self.server, "alter_log_dirs", None)
+        yield _gauge("kafka.server", "ReplicaAlterLogDirsManager", "MaxLag", mover.max_lag() if mover else 0,
+                     (("clientId", "ReplicaAlterLogDirs"),))
 
     def _controller(self) -> Iterator[Reading]:
         """KafkaController's gauges; 0 on every broker but the active controller, as in

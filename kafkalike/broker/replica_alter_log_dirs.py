@@ -120,7 +120,7 @@ class ReplicaAlterLogDirsManager:
     def max_lag(self) -> int:
         """Kafka's ReplicaAlterLogDirsManager MaxLag: the largest current-minus-future log end."""
         lags = [0]
-        for tp in self._truncations:
+        for tp in list(self._truncations):     # a metrics scrape may read this from a thread
             part, future = self.replicas.partitions.get(tp), self.logs.get_future_log(tp)
             if part is not None and future is not None:
                 lags.append(max(part.log.log_end_offset - future.log_end_offset, 0))

@@ -537,6 +537,7 @@ def test_a_replica_moves_to_the_other_dir_through_a_future_log(shm_path):
         # Until the copier runs, DescribeLogDirs shows the future replica lagging by 5.
         described = {r[1]: r[2] for r in log_dirs(client, None)}
         assert described[target] == {"t": {0: (0, 5, True)}} and described[source]["t"][0][1:] == (0, False)
+        assert server.mover.max_lag() == 5         # ReplicaAlterLogDirsManager's MaxLag
         # An append after the move began is copied too; chunks of 100 bytes (one batch)
         # follow each other in turns of the reactor until the swap.
         part.log.append(encode_batch([(b"late", b"value")], base_timestamp=1_650_000_000_000))

@@ -281,7 +281,7 @@ def broker(tmp_path):
     manager = ReplicaManager(1, logs, None, lambda t: LogConfig(min_insync_replicas=2), lambda: 0)
     server = SimpleNamespace(services=services(replicas=manager, logs=logs, controller=_Controller()),
                              replica_manager=manager, log_manager=logs, group_coordinator=None,
-                             shutting_down=False)
+                             shutting_down=False, quotas=None)
     yield server
     logs.shutdown()
 
@@ -322,6 +322,7 @@ def test_broker_registry_counts_appends_and_reads_partition_and_log_state(broker
     assert got["kafka_controller_kafkacontroller_activecontrollercount"] == {frozenset(): 0}
     assert got["kafka_coordinator_group_groupmetadatamanager_numgroups"] == {frozenset(): 0}
     assert got["kafka_server_kafkaserver_brokerstate"] == {frozenset(): 3}
+    assert got["kafka_server_replicaalterlogdirsmanager_maxlag"] == {frozenset({("clientId", "ReplicaAlterLogDirs")}): 0}
     purgatory = got["kafka_server_delayedoperationpurgatory_purgatorysize"]
     assert purgatory == {frozenset({("delayedOperation", "Produce")}): 0, frozenset({("delayedOperation", "Fetch")}): 0}
 
