@@ -67,6 +67,11 @@ def test_authorize_by_resource_type_for_idempotent_producers():
     assert a.allowed_by_resource_type("User:alice", "h", Op.WRITE, T.TOPIC)
     assert not a.allowed_by_resource_type("User:bob", "h", Op.WRITE, T.TOPIC)
     assert not a.allowed_by_resource_type("User:carol", "h", Op.WRITE, T.TOPIC)
+    dominated = authorizer({ResourcePattern(T.TOPIC, "pre-x", P.LITERAL): [entry(op=Op.WRITE)],
+                            ResourcePattern(T.TOPIC, "pre-", P.PREFIXED): [entry(op=Op.ALL, perm=Perm.DENY)]})
+    assert not dominated.allowed_by_resource_type("User:alice", "h", Op.WRITE, T.TOPIC)
+    everyone = authorizer({}, allow_everyone_if_no_acl_found=True)
+    assert everyone.allowed_by_resource_type("User:carol", "h", Op.WRITE, T.TOPIC)
 
 
 def test_filters_as_kafka_matches_them():

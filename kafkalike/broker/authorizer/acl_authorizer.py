@@ -198,25 +198,30 @@ class AclAuthorizer(Authorizer):
 
     def allowed_by_resource_type(self, principal: str, host: str, operation: AclOperation,
                                  resource_type: AclResourceType) -> bool:
-        """KIP-679's authorizeByResourceType: may the principal `operation` some resource
-        of the type? Yes when an ALLOW (literal or prefixed) applies that no DENY on the
-        same or a wider pattern cancels, or when there are no ACLs and everyone is allowed."""
+        """KIP-679's authorizeByResourceType (AclAuthorizer's): may the principal
+        `operation` some resource of the type? No if a DENY on the literal `*` applies;
+        yes if allow.everyone.if.no.acl.found; else yes when an ALLOW (literal or
+        prefixed) applies to a name that no DENY of the same literal or of a prefix covers."""
         if principal in self.super_users:
             return True
-        relevant = {p: e for p, e in self.cache.items() if p.resource_type == resource_type}
-        if not relevant:
-            return self.allow_everyone
 
-        def denied(pattern: ResourcePattern) -> bool:
-            for p, entries in relevant.items():
-                covers = (p.pattern_type == PatternType.LITERAL and p.name in (WILDCARD_RESOURCE, pattern.name)
-                          and (p.name == WILDCARD_RESOURCE or pattern.pattern_type == PatternType.LITERAL)) or (
-                    p.pattern_type == PatternType.PREFIXED and pattern.name.startswith(p.name))
-                if covers and self._exists(entries, operation, principal, host, AclPermissionType.DENY):
-                    return True
+        def names(permission: AclPermissionType, pattern_type: PatternType) -> set[str]:
+            return {p.name for p, entries in self.cache.items()
+                    if p.resource_type == resource_type and p.pattern_type == pattern_type
+                    and self._exists(entries, operation, principal, host, permission)}
+        deny_literals = names(AclPermissionType.DENY, PatternType.LITERAL)
+        if WILDCARD_RESOURCE in deny_literals:
             return False
-        return any(self._exists(entries, operation, principal, host, AclPermissionType.ALLOW) and not denied(p)
-                   for p, entries in relevant.items())
+        if self.allow_everyone:
+            return True
+        deny_prefixes = names(AclPermissionType.DENY, PatternType.PREFIXED)
+
+        def dominated(name: str) -> bool:
+            return any(name.startswith(prefix) for prefix in deny_prefixes)
+        if any(n not in deny_literals and not dominated(n)
+               for n in names(AclPermissionType.ALLOW, PatternType.LITERAL)):
+            return True
+        return any(not dominated(n) for n in names(AclPermissionType.ALLOW, PatternType.PREFIXED))
 
     # -- the ACL APIs -----------------------------------------------------------------
 
