@@ -105,6 +105,9 @@ class ReplicaAlterLogDirsManager:
         if tp in self._truncations or part is None or future is None or self._stopped:
             return
         self._truncations[tp] = part.log.truncation_count
+        # A copy found at start-up may hold offsets the current log lost in recovery:
+        # cut it back to where the two agree before copying (Kafka's truncation on start).
+        self._truncate_future(part.log, future)
         log.info("%sAdded fetcher to broker %d for partitions Map(%s-%d -> (offset=%d, leaderEpoch=%d))",
                  self.prefix, self.broker_id, tp[0], tp[1], future.log_end_offset, part.leader_epoch)
         self._wake(0)
@@ -175,7 +178,7 @@ class ReplicaAlterLogDirsManager:
             self.remove(tp)           # not hosted (paused) or the future log is gone (cancelled)
             return False
         current: Log = part.log
-        if current.truncation_count != self._truncations[tp]:
+        if current.truncation_count != self._truncations[tp] or future.log_end_offset > current.log_end_offset:
             self._truncations[tp] = current.truncation_count
             self._truncate_future(current, future)
         if future.log_end_offset < current.log_start_offset:

@@ -149,7 +149,6 @@ class LogManager:
                                        layout.LOG_START_OFFSET_CHECKPOINT_FILE)
         high_watermarks = _read_or_empty(replication_offset_checkpoint(directory),
                                          layout.REPLICATION_OFFSET_CHECKPOINT_FILE)
-        self._checkpointed_high_watermarks.update(high_watermarks)
         for name in sorted(os.listdir(directory)):
             path = os.path.join(directory, name)
             if not os.path.isdir(path):
@@ -175,6 +174,10 @@ class LogManager:
             loaded.update_high_watermark(high_watermarks.get(tp, 0))
             logs[tp] = loaded
             (self._future_dir_of if future else self._log_dir_of)[tp] = directory
+        # The partition's high watermark is its current log's; a future log's (also in
+        # its dir's checkpoint, as Kafka writes both) only seeds that future log.
+        self._checkpointed_high_watermarks.update(
+            (tp, hw) for tp, hw in high_watermarks.items() if self._future_dir_of.get(tp) != directory)
 
     def _remove_dir_later(self, path: str, delay_ms: int) -> None:
         def remove() -> None:
