@@ -93,11 +93,17 @@ def decode_change(pattern_type: PatternType, data: bytes) -> ResourcePattern:
     text = data.decode("utf-8", "replace")
     try:
         if pattern_type == PatternType.LITERAL:
-            type_name, _, name = text.partition(":")
-            return ResourcePattern(parse_enum(AclResourceType, type_name), name, PatternType.LITERAL)
-        doc = json.loads(text)
-        return ResourcePattern(parse_enum(AclResourceType, doc["resourceType"]), doc["name"],
-                               parse_enum(PatternType, doc["patternType"]))
+            type_name, colon, name = text.partition(":")
+            if not colon:
+                raise ValueError("expected a string in format ResourceType:ResourceName")
+            pattern = ResourcePattern(parse_enum(AclResourceType, type_name), name, PatternType.LITERAL)
+        else:
+            doc = json.loads(text)
+            pattern = ResourcePattern(parse_enum(AclResourceType, doc["resourceType"]), doc["name"],
+                                      parse_enum(PatternType, doc["patternType"]))
+        if pattern.resource_type not in RESOURCE_TYPES or pattern.pattern_type not in STORED_PATTERN_TYPES:
+            raise ValueError("unknown resource or pattern type")
+        return pattern
     except (ValueError, KeyError, TypeError) as exc:
         raise ZNodeDecodeError(f"Invalid ACL change notification {text!r}: {exc}") from None
 

@@ -103,3 +103,59 @@ def test_znode_codecs_are_kafkas():
     assert json.loads(acl_znodes.encode_change(prefixed)) == {"version": 1, "resourceType": "TOPIC", "name": "pre-",
                                                               "patternType": "PREFIXED"}
     assert acl_znodes.decode_change(P.PREFIXED, acl_znodes.encode_change(prefixed)) == prefixed
+
+
+class FakeStore:
+    """The ACL znodes in memory, for the notification processing."""
+
+    def __init__(self):
+        self.acls: dict[ResourcePattern, frozenset] = {}
+        self.changes: dict[P, dict[str, tuple[bytes, int]]] = {P.LITERAL: {}, P.PREFIXED: {}}
+        self.deleted: list[str] = []
+
+    async def change_names(self, pattern_type):
+        return sorted(self.changes[pattern_type], key=acl_znodes.sequence_number)
+
+    async def read_change(self, pattern_type, name):
+        data, ctime = self.changes[pattern_type][name]
+        return acl_znodes.decode_change(pattern_type, data), ctime
+
+    async def get_acls(self, pattern):
+        return acl_znodes.VersionedAcls(self.acls.get(pattern, frozenset()), 0)
+
+    async def delete_change(self, pattern_type, name):
+        self.deleted.append(name)
+        del self.changes[pattern_type][name]
+
+
+def drive(coroutine):
+    """Run a coroutine whose awaits all complete at once (the fake store's)."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("the coroutine waited")
+
+
+def test_change_notifications_update_the_cache_in_order_and_expire():
+    import time as clock
+    a = authorizer({})
+    store = a.store = FakeStore()
+    orders = ResourcePattern(T.TOPIC, "orders", P.LITERAL)
+    store.acls[orders] = frozenset({entry()})
+    now = int(clock.time() * 1000)
+    store.changes[P.LITERAL] = {"acl_changes_0000000001": (b"TOPIC:orders", now - 16 * 60 * 1000),
+                                "acl_changes_0000000002": (b"\xff-not-a-type", now)}
+    drive(a.process_changes(P.LITERAL))
+    assert allowed(a, Op.READ)
+    assert store.deleted == ["acl_changes_0000000001"]      # older than 15 minutes
+    assert a._last_executed[P.LITERAL] == 2
+    del store.acls[orders]                                  # the ACL removed, a new notification
+    store.changes[P.LITERAL]["acl_changes_0000000003"] = (b"TOPIC:orders", now)
+    drive(a.process_changes(P.LITERAL))
+    assert not allowed(a, Op.READ) and orders not in a.cache
+    prefixed = ResourcePattern(T.GROUP, "team-", P.PREFIXED)
+    store.acls[prefixed] = frozenset({entry()})
+    store.changes[P.PREFIXED]["acl_changes_0000000000"] = (acl_znodes.encode_change(prefixed), now)
+    drive(a.process_changes(P.PREFIXED))
+    assert allowed(a, Op.READ, name="team-blue", rtype=T.GROUP)

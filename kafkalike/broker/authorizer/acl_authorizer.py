@@ -125,12 +125,13 @@ class AclAuthorizer(Authorizer):
                 continue
             try:
                 found = await self.store.read_change(pattern_type, name)
-            except ZNodeDecodeError as exc:
+                if found is not None:
+                    await self._refresh(found[0])
+            except ZNodeDecodeError as exc:       # logged and passed over, as Kafka's listener does
                 log.error("Error processing notification %s: %s", name, exc)
                 found = None
             if found is not None:
-                pattern, created_ms = found
-                await self._refresh(pattern)
+                created_ms = found[1]
                 if now_ms - created_ms > CHANGE_EXPIRATION_MS:
                     await self.store.delete_change(pattern_type, name)
             self._last_executed[pattern_type] = sequence
