@@ -82,7 +82,11 @@ class ReplicaAlterLogDirsManager:
                 out[tp] = (ErrorCode.REPLICA_NOT_AVAILABLE if known_partition(tp)
                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 continue
-            if self.logs.log_dir_of(tp) == target or self.logs.get_future_log(tp) is not None:
+            if self.logs.log_dir_of(tp) == target:
+                self.logs.preferred_log_dirs.pop(tp, None)       # back where it is: no move, no preference
+                out[tp] = ErrorCode.NONE
+                continue
+            if self.logs.get_future_log(tp) is not None:          # already moving there
                 out[tp] = ErrorCode.NONE
                 continue
             try:

@@ -317,7 +317,7 @@ class LogManager:
             return dest
 
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
-        for tp, existing in self.logs.items():
+        for tp, existing in [*self.logs.items(), *self.future_logs.items()]:
             if tp.topic == topic:
                 existing.update_config(config)
 
@@ -331,7 +331,7 @@ class LogManager:
         """fsync logs whose flush.ms has passed; blocking, run it in a thread."""
         now = self._clock() if now_ms is None else now_ms
         flushed = 0
-        for item in list(self.logs.values()):
+        for item in [*self.logs.values(), *self.future_logs.values()]:     # as Kafka, future logs too
             if item.flush_due(now):
                 item.flush()
                 flushed += 1

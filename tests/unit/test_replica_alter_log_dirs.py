@@ -97,3 +97,23 @@ def test_a_future_log_found_at_start_up_resumes_once_its_partition_is_hosted(shm
     finally:
         mover.shutdown()
         logs.shutdown()
+
+
+def test_another_target_drops_the_copy_under_way(shm_path):
+    from twisted.internet import defer
+    logs, _replicas, clock, mover, part, other = setup(shm_path)
+    mover._run_blocking = defer.maybeDeferred
+    here = logs.log_dir_of(TP)
+    try:
+        mover.add(TP)
+        assert mover.moving == [TP]
+        answer = defer.ensureDeferred(mover.alter_replica_log_dirs({TP: here}, lambda tp: True))
+        assert answer.result == {TP: 0}
+        assert mover.moving == [] and logs.get_future_log(TP) is None and TP not in logs.preferred_log_dirs
+        answer = defer.ensureDeferred(mover.alter_replica_log_dirs({TP: other}, lambda tp: True))
+        assert answer.result == {TP: 0} and logs.future_log_dir_of(TP) == other and mover.moving == [TP]
+        clock.advance(0)
+        assert logs.log_dir_of(TP) == other and part.log.log_end_offset == 10
+    finally:
+        mover.shutdown()
+        logs.shutdown()
