@@ -159,14 +159,17 @@ class LogManager:
             future = layout.is_future_dir(name)
             tp = layout.parse_partition_dir(name)
             logs = self.future_logs if future else self.logs
+            if tp in logs and future:
+                raise KafkaStorageError(f"Duplicate log directories found: {path}, {logs[tp].dir}")
             if tp in logs:
-                # Two current dirs: the broker died between the swap's two renames (as Kafka
-                # 2.8, which refuses to start); two future dirs cannot happen here either.
+                # Two current dirs: the broker died between the swap's two renames; Kafka
+                # 2.8 refuses to start, and so do we.
                 raise KafkaStorageError(
-                    f"Duplicate log directories for {tp} are found in both {logs[tp].dir} and "
-                    f"{path}. It is likely because log directory failure happened while broker was "
+                    f"Duplicate log directories for {tp} are found in both {path} and "
+                    f"{logs[tp].dir}. It is likely because log directory failure happened while broker was "
                     "replacing current replica with future replica. Recover broker from this failure "
-                    "by manually deleting one of the two directories for this partition.")
+                    "by manually deleting one of the two directories for this partition. It is recommended "
+                    "to delete the partition in the log directory that is known to have failed recently.")
             loaded = self._new_log(path, self.config_for(tp.topic),
                                    log_start_offset=start_offsets.get(tp, 0),
                                    recovery_point=recovery_points.get(tp, 0),

@@ -76,3 +76,12 @@ def test_two_current_dirs_of_one_partition_refuse_to_start(shm_path):
         os.makedirs(os.path.join(d, "t-0"))
     with pytest.raises(KafkaStorageError, match="Duplicate log directories for t-0"):
         LogManager(dirs, LogConfig(), enable_cleaner=False)
+
+
+def test_two_future_dirs_of_one_partition_refuse_to_start(shm_path):
+    dirs = two_dirs(shm_path)
+    os.makedirs(os.path.join(dirs[0], "t-0"))
+    for d, uid in zip(dirs, ("a" * 32, "b" * 32)):
+        os.makedirs(os.path.join(d, f"t-0.{uid}-future"))
+    with pytest.raises(KafkaStorageError, match="Duplicate log directories found: "):
+        LogManager(dirs, LogConfig(), enable_cleaner=False)
