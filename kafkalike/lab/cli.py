@@ -164,6 +164,9 @@ def print_status(report: dict) -> None:
         shown = f" ({', '.join(listed[:8])}{', ...' if len(listed) > 8 else ''})" if listed else ""
         print(f"partitions: {report['partitions']}, under-replicated: {urp}{shown}, offline: {report['offline']}")
     print(f"bootstrap: {report['bootstrap']}")
+    metrics = [f"{node['name']} {node['metrics_url']}" for node in report["nodes"] if node.get("metrics_url")]
+    if metrics:
+        print(f"metrics (Prometheus): {', '.join(metrics)}")
     spark = report.get("spark")
     if spark:
         print(f"spark: {spark['master_url']} ({spark['status'] or 'not answering'}, "

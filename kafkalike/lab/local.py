@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterator
 from kafkalike.lab.cluster import BROKER_MAIN, REPO_ROOT, BrokerProcess, BrokerStartError
 from kafkalike.lab.observe import ZooKeeperView, read_metadata, wait_for, zookeeper_mode
 from kafkalike.lab.processes import (
+    free_ports,
     group_alive,
     is_alive,
     port_in_use,
@@ -62,7 +63,10 @@ ENSEMBLE_SIZE = 3
 # its death) within seconds; ZooKeeper's floor is 2 ticks = 4 s with the lab's tickTime.
 SESSION_TIMEOUT_MS = 6000
 # Keys whose values the lab itself must know (its state names the ports and dirs).
-LAB_OWNED_KEYS = ("broker.id", "listeners", "log.dirs", "zookeeper.connect")
+LAB_OWNED_KEYS = ("broker.id", "listeners", "log.dirs", "zookeeper.connect", "kafkalike.metrics.port")
+# A broker's metrics port where it has an address of its own (netns, docker): the port
+# Prometheus's JMX exporter is usually given. On loopback each broker gets a free port.
+METRICS_PORT = 9404
 SCENARIOS_DIR = "scenarios"       # the verifiable tools' events, kept per scenario run
 SPARK_DIR = "spark"               # up --spark: master.log, worker-1.log, worker-1/work
 SPARK_MARK = "-Dkafkalike.lab.dir="   # on the Spark daemons' java command lines, then LAB_DIR/
@@ -168,6 +172,11 @@ def _config_header(spec: LabSpec) -> str:
     )
 
 
+def _metrics_properties(node: Node) -> dict[str, str]:
+    """The broker's Prometheus endpoint (docs/metrics.md), on the port the plan gave it."""
+    return {} if node.metrics_port is None else {"kafkalike.metrics.port": str(node.metrics_port)}
+
+
 def _signal_group(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
@@ -256,6 +265,11 @@ class Backend:
         """Keys of one broker's server.properties that depend on where it lives."""
         return {}
 
+    def metrics_ports(self, spec: LabSpec, hosts: list[str]) -> list[int]:
+        """Each broker's kafkalike.metrics.port: the same port on every broker, as each has
+        an address of its own (the local backend overrides this)."""
+        return [METRICS_PORT] * len(hosts)
+
     def check_node(self, state: LabState, node: Node) -> None:
         """Before a restart: can the node's process start where it lived?"""
 
@@ -280,6 +294,11 @@ class Backend:
 
 class LocalBackend(Backend):
     """Every node on spec.host (127.0.0.1) with ports of its own."""
+
+    def metrics_ports(self, spec: LabSpec, hosts: list[str]) -> list[int]:
+        """Free ports on the shared address, none of them one the lab plans for a node."""
+        planned = {port for _, port in spec.ports()}
+        return free_ports(spec.host, len(hosts), avoid=planned)
 
     def preflight(self, spec: LabSpec, lab_dir: Path) -> None:
         busy = [(what, port) for what, port in spec.ports() if port_in_use(spec.host, port)]
@@ -457,13 +476,14 @@ class Lab:
                 name=f"zk-{i + 1}", kind="zookeeper", host=host, port=port, dir=str(base),
                 config=str(base / "zoo.cfg"), log=str(base / "zookeeper.log"), data_dir=str(base / "data"),
                 myid=i + 1 if ensemble else None, peer_ports=peer_ports, netns=netns))
-        for broker_id in range(spec.brokers):
+        places = [backend.place(spec, network, "broker", broker_id) for broker_id in range(spec.brokers)]
+        metrics_ports = backend.metrics_ports(spec, [host for host, _, _, _ in places])
+        for broker_id, ((host, port, _, netns), metrics_port) in enumerate(zip(places, metrics_ports)):
             base = self.dir / f"broker-{broker_id}"
-            host, port, _, netns = backend.place(spec, network, "broker", broker_id)
             nodes.append(Node(
                 name=f"broker-{broker_id}", kind="broker", host=host, port=port,
                 dir=str(base), config=str(base / "server.properties"), log=str(base / "logs" / "server.log"),
-                data_dir=str(base / "data"), broker_id=broker_id, netns=netns))
+                data_dir=str(base / "data"), broker_id=broker_id, netns=netns, metrics_port=metrics_port))
         connect = ",".join(n.address for n in nodes if n.kind == "zookeeper")
         return LabState(dir=str(self.dir), backend=backend.name, zookeeper_mode=spec.zookeeper,
                         zookeeper_connect=connect, nodes=nodes, network=network,
@@ -502,7 +522,8 @@ class Lab:
         for node in state.brokers:
             assert node.broker_id is not None
             broker = BrokerProcess(node.broker_id, state.zookeeper_connect, self.dir, node.port,
-                                   overrides={**spec.broker_properties(), **backend.broker_properties(node)},
+                                   overrides={**spec.broker_properties(), **backend.broker_properties(node),
+                                              **_metrics_properties(node)},
                                    host=node.host, die_with_parent=False, config_header=header,
                                    launcher=backend.launcher(node))
             broker.start()
@@ -734,7 +755,8 @@ class Lab:
             else:
                 role = "still registered" if registered and node.broker_id in registered else "-"
             nodes.append({"name": node.name, "kind": node.kind, "address": node.address, "netns": node.netns,
-                          "pid": node.pid if alive[node.name] else None, "alive": alive[node.name], "role": role})
+                          "pid": node.pid if alive[node.name] else None, "alive": alive[node.name], "role": role,
+                          "metrics_url": node.metrics_url})
         spark = None
         if state.spark:
             from kafkalike.lab.spark import master_json

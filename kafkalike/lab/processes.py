@@ -107,3 +107,24 @@ def port_in_use(host: str, port: int) -> bool:
     finally:
         sock.close()
     return False
+
+
+def free_ports(host: str, count: int, avoid: set[int] = frozenset()) -> list[int]:
+    """`count` distinct ports free on every interface now (the OS picks them), none in
+    `avoid`. Sockets are held until all are chosen, so the ports differ; a server started
+    later could in principle take one first, which `up` would then report as a failed
+    start."""
+    held: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        while len(ports) < count:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.append(sock)
+            sock.bind(("", 0))
+            port = sock.getsockname()[1]
+            if port not in avoid:   # bound on every interface just now: free on `host` too
+                ports.append(port)
+    finally:
+        for sock in held:
+            sock.close()
+    return ports

@@ -49,10 +49,16 @@ class Node:
     myid: int | None = None
     peer_ports: list[int] = field(default_factory=list)   # quorum and election port of an ensemble member
     netns: str | None = None    # the network namespace the node runs in (netns backend), None on loopback
+    metrics_port: int | None = None   # a broker's kafkalike.metrics.port (Prometheus endpoint), docs/metrics.md
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where Prometheus (or the dashboard's --metrics-url) scrapes this broker."""
+        return None if self.metrics_port is None else f"http://{self.host}:{self.metrics_port}/metrics"
 
 
 @dataclass

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+import urllib.request
 
 import pytest
 
@@ -46,6 +47,12 @@ def test_up_status_kill_restart_down(lab: LabUnderTest):
     assert status["controller"] == next(name for name, role in roles.items() if role == "controller")
     plain = lab.run("status")
     assert plain.returncode == 0 and re.search(r"^broker-0 +127\.0\.0\.1:\d+ +\d+ +alive", plain.stdout, re.M)
+    # Each broker serves Prometheus on a port of its own, listed by status.
+    urls = [n["metrics_url"] for n in status["nodes"] if n["kind"] == "broker"]
+    assert len(set(urls)) == 3 and all(re.fullmatch(r"http://127\.0\.0\.1:\d+/metrics", u) for u in urls), urls
+    assert f"metrics (Prometheus): broker-0 {urls[0]}, broker-1 {urls[1]}, broker-2 {urls[2]}" in plain.stdout
+    with urllib.request.urlopen(urls[0], timeout=10) as answer:
+        assert b"kafka_server_replicamanager_underreplicatedpartitions" in answer.read()
 
     # A full ISR on a new RF=3 topic.
     bootstrap = status["bootstrap"]
