@@ -321,7 +321,6 @@ class ReplicaManager:
             if part.update_follower_position(params.replica_id, spec.fetch_offset, now):
                 self.on_high_watermark_moved(tp)
                 result.high_watermark = part.high_watermark
-                part.note_high_watermark_sent(params.replica_id)
             candidates = part.expansion_candidates()
             if candidates and self.alter_isr is not None:
                 self.alter_isr.submit(part, part.isr + candidates)
