@@ -363,14 +363,14 @@ class Fetcher:
         """Java's FetchResponse metrics: latency, bytes per answer and per topic."""
         now = time.monotonic()
         size = 0
-        by_topic: dict[str, tuple[int, int]] = {}
+        by_topic: dict[str, int] = {}
         for topic in getattr(response, "responses", ()):
             topic_bytes = 0
             for part in topic.partition_responses:
                 if part.record_set:
                     topic_bytes += len(part.record_set)
             if topic_bytes:
-                by_topic[topic.topic] = (0, topic_bytes)
+                by_topic[topic.topic] = topic_bytes
                 size += topic_bytes
         self.sensors.fetch_answered((now - sent) * 1000, size, by_topic, getattr(response, "throttle_time_ms", 0),
                                     now)

@@ -74,56 +74,89 @@ class KafkaMetric:
         return f"KafkaMetric({self.metric_name.group}:{self.metric_name.name}={self.metric_value()})"
 
 
+class _Column:
+    """One recorded quantity of a sensor: per-sample sums, maxima and minima, and its
+    running total and last value."""
+
+    __slots__ = ("sums", "maxes", "mins", "total", "last")
+
+    def __init__(self, samples: int) -> None:
+        self.sums = [0.0] * samples
+        self.maxes = [-math.inf] * samples
+        self.mins = [math.inf] * samples
+        self.total = 0.0        # CumulativeSum
+        self.last = math.nan    # Value
+
+    def reset(self, i: int) -> None:
+        self.sums[i] = 0.0
+        self.maxes[i] = -math.inf
+        self.mins[i] = math.inf
+
+
 class Sensor:
     """Records values into `samples` windows of `window` seconds (Java's SampledStat) and
     into running totals; every stat attached to it (avg, max, min, rate, total, count,
     last value) is a view computed when read.
 
-    Java gives each stat its own samples; they all share one window length and start
-    together here, so one ring serves them all and `record()` is one call: a clock read
-    (unless `now` is given), a window check and a handful of additions and comparisons.
+    Java gives each stat its own samples; here the stats of a sensor share one window
+    ring, and a sensor may record several quantities at once (`columns`: a batch's record
+    count, size and queue time, say) under one window check, so a batch costs the sender
+    one call per sensor: a window check and a few additions and comparisons per column.
     """
 
-    __slots__ = ("name", "window", "samples", "_starts", "_sums", "_counts", "_maxes", "_mins", "_current",
-                 "total", "count", "last")
+    __slots__ = ("name", "window", "samples", "_starts", "_counts", "_current", "count", "columns", "_first")
 
-    def __init__(self, name: str, window: float = 30.0, samples: int = 2) -> None:
+    def __init__(self, name: str, window: float = 30.0, samples: int = 2, columns: int = 1) -> None:
         self.name = name
         self.window = window
         self.samples = samples
         self._starts = [_monotonic()] + [-math.inf] * (samples - 1)
-        self._sums = [0.0] * samples
         self._counts = [0] * samples
-        self._maxes = [-math.inf] * samples
-        self._mins = [math.inf] * samples
         self._current = 0
-        self.total = 0.0       # CumulativeSum
-        self.count = 0         # CumulativeCount
-        self.last = math.nan   # Value
+        self.count = 0          # CumulativeCount: recordings
+        self.columns = tuple(_Column(samples) for _ in range(columns))
+        self._first = self.columns[0]
 
     def record(self, value: float = 1.0, now: float | None = None) -> None:
+        """Record one value (into the first column)."""
         if now is None:
             now = _monotonic()
         i = self._current
         if now - self._starts[i] >= self.window:
             i = self._roll(now)
-        self._sums[i] += value
         self._counts[i] += 1
-        if value > self._maxes[i]:
-            self._maxes[i] = value
-        if value < self._mins[i]:
-            self._mins[i] = value
-        self.total += value
         self.count += 1
-        self.last = value
+        c = self._first
+        c.sums[i] += value
+        if value > c.maxes[i]:
+            c.maxes[i] = value
+        if value < c.mins[i]:
+            c.mins[i] = value
+        c.total += value
+        c.last = value
+
+    def record_all(self, now: float, *values: float) -> None:
+        """Record one value per column, as one recording."""
+        i = self._current
+        if now - self._starts[i] >= self.window:
+            i = self._roll(now)
+        self._counts[i] += 1
+        self.count += 1
+        for c, value in zip(self.columns, values):
+            c.sums[i] += value
+            if value > c.maxes[i]:
+                c.maxes[i] = value
+            if value < c.mins[i]:
+                c.mins[i] = value
+            c.total += value
+            c.last = value
 
     def _roll(self, now: float) -> int:
         i = (self._current + 1) % self.samples
         self._starts[i] = now
-        self._sums[i] = 0.0
         self._counts[i] = 0
-        self._maxes[i] = -math.inf
-        self._mins[i] = math.inf
+        for column in self.columns:
+            column.reset(i)
         self._current = i
         return i
 
@@ -134,41 +167,53 @@ class Sensor:
 
     # -- the stats, read --------------------------------------------------------------
 
-    def avg(self) -> float:
+    def avg(self, column: int = 0) -> float:
         live = self._live(_monotonic())
         count = sum(self._counts[i] for i in live)
-        return sum(self._sums[i] for i in live) / count if count else math.nan
+        sums = self.columns[column].sums
+        return sum(sums[i] for i in live) / count if count else math.nan
 
-    def max(self) -> float:
-        values = [self._maxes[i] for i in self._live(_monotonic()) if self._counts[i]]
+    def max(self, column: int = 0) -> float:
+        maxes = self.columns[column].maxes
+        values = [maxes[i] for i in self._live(_monotonic()) if self._counts[i]]
         return max(values) if values else math.nan
 
-    def min(self) -> float:
-        values = [self._mins[i] for i in self._live(_monotonic()) if self._counts[i]]
+    def min(self, column: int = 0) -> float:
+        mins = self.columns[column].mins
+        values = [mins[i] for i in self._live(_monotonic()) if self._counts[i]]
         return min(values) if values else math.nan
 
-    def rate(self, counting: bool = False) -> float:
+    def rate(self, column: int = 0, counting: bool = False) -> float:
         """Java's Rate: the windowed sum (or count) over the elapsed window, per second; the
         window is at least (samples - 1) full windows long (Rate.windowSize)."""
         now = _monotonic()
         live = self._live(now)
-        total = sum((self._counts if counting else self._sums)[i] for i in live)
+        values = self._counts if counting else self.columns[column].sums
+        total = sum(values[i] for i in live)
         elapsed = now - (min(self._starts[i] for i in live) if live else now)
         full = int(elapsed / self.window)
         if full < self.samples - 1:
             elapsed += (self.samples - 1 - full) * self.window
         return total / elapsed if elapsed > 0 else 0.0
 
+    @property
+    def total(self) -> float:
+        return self._first.total
 
-_STATS: dict[str, Callable[[Sensor], Callable[[], float]]] = {
-    "avg": lambda s: s.avg,
-    "max": lambda s: s.max,
-    "min": lambda s: s.min,
-    "rate": lambda s: s.rate,
-    "count-rate": lambda s: lambda: s.rate(True),
-    "total": lambda s: lambda: s.total,
-    "count": lambda s: lambda: s.count,
-    "value": lambda s: lambda: s.last,
+    @property
+    def last(self) -> float:
+        return self._first.last
+
+
+_STATS: dict[str, Callable[[Sensor, int], Callable[[], float]]] = {
+    "avg": lambda s, c: lambda: s.avg(c),
+    "max": lambda s, c: lambda: s.max(c),
+    "min": lambda s, c: lambda: s.min(c),
+    "rate": lambda s, c: lambda: s.rate(c),
+    "count-rate": lambda s, c: lambda: s.rate(c, True),
+    "total": lambda s, c: lambda: s.columns[c].total,
+    "count": lambda s, c: lambda: s.count,
+    "value": lambda s, c: lambda: s.columns[c].last,
 }
 
 
@@ -196,31 +241,33 @@ class Metrics:
     def _publish(self, name: MetricName, read: Callable[[], float]) -> None:
         self._metrics[name] = KafkaMetric(name, read)
 
-    def sensor(self, name: str) -> tuple[Sensor, bool]:
+    def sensor(self, name: str, columns: int = 1) -> tuple[Sensor, bool]:
         """The sensor of this name and whether it is new (its stats still to be added)."""
         sensor = self._sensors.get(name)
         if sensor is not None:
             return sensor, False
-        sensor = self._sensors[name] = Sensor(name, self.window, self.samples)
+        sensor = self._sensors[name] = Sensor(name, self.window, self.samples, columns)
         return sensor, True
 
-    def add_stat(self, sensor: Sensor, kind: str, name: MetricName) -> None:
-        """Publish one stat of a sensor: "avg", "max", "min", "rate" (a windowed sum per
-        second), "count-rate" (a windowed count per second), "total", "count" or "value"."""
+    def add_stat(self, sensor: Sensor, kind: str, name: MetricName, column: int = 0) -> None:
+        """Publish one stat of a sensor's column: "avg", "max", "min", "rate" (a windowed sum
+        per second), "count-rate" (recordings per second), "total", "count" (recordings) or
+        "value" (the last)."""
         try:
             view = _STATS[kind]
         except KeyError:
             raise ValueError(f"unknown stat kind {kind}") from None
-        self._publish(name, view(sensor))
+        self._publish(name, view(sensor, column))
 
     def meter(self, sensor: Sensor, group: str, prefix: str, *, count: bool = False, what: str = "",
-              **tags: str) -> None:
-        """Java's Meter: `<prefix>-rate` and `<prefix>-total` (of values, or of recordings
-        when `count`)."""
+              column: int = 0, **tags: str) -> None:
+        """Java's Meter: `<prefix>-rate` and `<prefix>-total` (of a column's values, or of
+        recordings when `count`)."""
         self.add_stat(sensor, "count-rate" if count else "rate",
-                      self.name(f"{prefix}-rate", group, f"The average number of {what or prefix} per second", **tags))
+                      self.name(f"{prefix}-rate", group, f"The average number of {what or prefix} per second", **tags),
+                      column)
         self.add_stat(sensor, "count" if count else "total",
-                      self.name(f"{prefix}-total", group, f"The total number of {what or prefix}", **tags))
+                      self.name(f"{prefix}-total", group, f"The total number of {what or prefix}", **tags), column)
 
     def gauge(self, name: MetricName, read: Callable[[], float]) -> None:
         self._publish(name, read)
@@ -277,93 +324,83 @@ class ProducerMetrics:
     go out in a Produce request (a retried batch counts again, as in Java), record-queue-
     time is a batch's wait in the accumulator until drained, request-latency a Produce
     request's round trip, batch-size the bytes of a batch as sent, compression-rate its
-    compressed over uncompressed size.
+    compressed over uncompressed size (1.0 uncompressed), record-size a batch's bytes per
+    record. A batch costs two recordings (the producer's batch sensor and its topic's),
+    a request's answer one, plus the network's for the request and the answer.
     """
+
+    # Columns of the batch sensor and of a topic's sensor.
+    RECORDS, BYTES, QUEUE_MS, RECORD_SIZE, RATIO = range(5)
+    T_RECORDS, T_BYTES, T_RATIO = range(3)
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = m = metrics
         g = PRODUCER
-
-        def sensor(name: str) -> Sensor:
-            return m.sensor(name)[0]
-
-        self.batch_size = sensor("batch-size")
-        m.add_stat(self.batch_size, "avg", m.name("batch-size-avg", g, "The average number of bytes sent per "
-                                                   "partition per-request."))
-        m.add_stat(self.batch_size, "max", m.name("batch-size-max", g, "The max number of bytes sent per partition "
-                                                   "per-request."))
-        self.compression = sensor("compression-rate")
-        m.add_stat(self.compression, "avg", m.name("compression-rate-avg", g, "The average compression rate of "
-                                                    "record batches."))
-        self.queue_time = sensor("queue-time")
-        m.add_stat(self.queue_time, "avg", m.name("record-queue-time-avg", g, "The average time in ms record "
-                                                   "batches spent in the send buffer."))
-        m.add_stat(self.queue_time, "max", m.name("record-queue-time-max", g, "The maximum time in ms record "
-                                                   "batches spent in the send buffer."))
-        self.latency = sensor("request-time")
-        m.add_stat(self.latency, "avg", m.name("request-latency-avg", g, "The average request latency in ms"))
-        m.add_stat(self.latency, "max", m.name("request-latency-max", g, "The maximum request latency in ms"))
-        self.throttle = sensor("produce-throttle-time")
-        m.add_stat(self.throttle, "avg", m.name("produce-throttle-time-avg", g, "The average time in ms a request "
-                                                 "was throttled by a broker"))
-        m.add_stat(self.throttle, "max", m.name("produce-throttle-time-max", g, "The maximum time in ms a request "
-                                                 "was throttled by a broker"))
-        self.records_per_request = sensor("records-per-request")
-        m.add_stat(self.records_per_request, "avg", m.name("records-per-request-avg", g, "The average number of "
-                                                            "records per request."))
-        self.send = sensor("record-send")
-        m.meter(self.send, g, "record-send", what="records sent")
-        self.retry = sensor("record-retries")
+        self.batch = b = m.sensor("batches", columns=5)[0]
+        m.meter(b, g, "record-send", what="records sent", column=self.RECORDS)
+        m.add_stat(b, "avg", m.name("batch-size-avg", g, "The average number of bytes sent per partition "
+                                    "per-request."), self.BYTES)
+        m.add_stat(b, "max", m.name("batch-size-max", g, "The max number of bytes sent per partition per-request."),
+                   self.BYTES)
+        m.add_stat(b, "avg", m.name("record-queue-time-avg", g, "The average time in ms record batches spent in "
+                                    "the send buffer."), self.QUEUE_MS)
+        m.add_stat(b, "max", m.name("record-queue-time-max", g, "The maximum time in ms record batches spent in "
+                                    "the send buffer."), self.QUEUE_MS)
+        m.add_stat(b, "avg", m.name("record-size-avg", g, "The average record size"), self.RECORD_SIZE)
+        m.add_stat(b, "max", m.name("record-size-max", g, "The maximum record size"), self.RECORD_SIZE)
+        m.add_stat(b, "avg", m.name("compression-rate-avg", g, "The average compression rate of record batches."),
+                   self.RATIO)
+        # A Produce request's answer (or failure): (latency ms, throttle ms, records it carried).
+        self.answer = a = m.sensor("produce-answers", columns=3)[0]
+        m.add_stat(a, "avg", m.name("records-per-request-avg", g, "The average number of records per request."), 2)
+        m.add_stat(a, "avg", m.name("request-latency-avg", g, "The average request latency in ms"), 0)
+        m.add_stat(a, "max", m.name("request-latency-max", g, "The maximum request latency in ms"), 0)
+        m.add_stat(a, "avg", m.name("produce-throttle-time-avg", g, "The average time in ms a request was "
+                                    "throttled by a broker"), 1)
+        m.add_stat(a, "max", m.name("produce-throttle-time-max", g, "The maximum time in ms a request was "
+                                    "throttled by a broker"), 1)
+        self.retry = m.sensor("record-retries")[0]
         m.meter(self.retry, g, "record-retry", what="retried record sends")
-        self.error = sensor("errors")
+        self.error = m.sensor("errors")[0]
         m.meter(self.error, g, "record-error", what="record sends that resulted in errors")
-        self.record_size = sensor("record-size")
-        m.add_stat(self.record_size, "max", m.name("record-size-max", g, "The maximum record size"))
-        m.add_stat(self.record_size, "avg", m.name("record-size-avg", g, "The average record size"))
-        self.split = sensor("batch-split")
+        self.split = m.sensor("batch-split")[0]
         m.meter(self.split, g, "batch-split", count=True, what="batch splits")
         self.network = network_sensors(m, g)
-        self._topics: dict[str, tuple[Sensor, Sensor, Sensor, Sensor, Sensor]] = {}
+        self._topics: dict[str, tuple[Sensor, Sensor, Sensor]] = {}
 
-    def topic(self, topic: str) -> tuple[Sensor, Sensor, Sensor, Sensor, Sensor]:
-        """(records sent, bytes, compression, retries, errors) of one topic (producer-topic-metrics)."""
+    def topic(self, topic: str) -> tuple[Sensor, Sensor, Sensor]:
+        """(batches, retries, errors) of one topic (producer-topic-metrics)."""
         sensors = self._topics.get(topic)
         if sensors is None:
             m, g = self.metrics, PRODUCER_TOPIC
-            send, byte, comp, retry, error = (m.sensor(f"topic.{topic}.{s}")[0] for s in
-                                              ("records-per-batch", "bytes", "compression-rate", "record-retries",
-                                               "record-errors"))
-            m.meter(send, g, "record-send", what="records sent", topic=topic)
-            m.meter(byte, g, "byte", what="bytes sent", topic=topic)
-            m.add_stat(comp, "avg", m.name("compression-rate", g, "The average compression rate of record batches "
-                                           "for a topic.", topic=topic))
+            batches = m.sensor(f"topic.{topic}.batches", columns=3)[0]
+            retry, error = (m.sensor(f"topic.{topic}.{s}")[0] for s in ("record-retries", "record-errors"))
+            m.meter(batches, g, "record-send", what="records sent", column=self.T_RECORDS, topic=topic)
+            m.meter(batches, g, "byte", what="bytes sent", column=self.T_BYTES, topic=topic)
+            m.add_stat(batches, "avg", m.name("compression-rate", g, "The average compression rate of record batches "
+                                              "for a topic.", topic=topic), self.T_RATIO)
             m.meter(retry, g, "record-retry", what="retried record sends", topic=topic)
             m.meter(error, g, "record-error", what="record sends that resulted in errors", topic=topic)
-            sensors = self._topics[topic] = (send, byte, comp, retry, error)
+            sensors = self._topics[topic] = (batches, retry, error)
         return sensors
 
     def batch_sent(self, topic: str, records: int, size: int, uncompressed: int, queue_ms: float,
                    now: float) -> None:
         """One batch put in a Produce request (Java's updateProduceRequestMetrics, per batch)."""
-        send, byte, comp, _, _ = self.topic(topic)
-        send.record(records, now)
-        byte.record(size, now)
-        self.send.record(records, now)
-        self.batch_size.record(size, now)
-        self.queue_time.record(queue_ms, now)
-        if records:
-            self.record_size.record(size / records, now)
-        if uncompressed:
-            ratio = size / uncompressed
-            comp.record(ratio, now)
-            self.compression.record(ratio, now)
+        ratio = size / uncompressed if uncompressed else 1.0
+        self.batch.record_all(now, records, size, queue_ms, size / records if records else 0.0, ratio)
+        sensors = self._topics.get(topic) or self.topic(topic)
+        sensors[0].record_all(now, records, size, ratio)
+
+    def answered(self, latency_ms: float, throttle_ms: float, records: int, now: float) -> None:
+        self.answer.record_all(now, latency_ms, throttle_ms, records)
 
     def retried(self, topic: str, records: int, now: float) -> None:
-        self.topic(topic)[3].record(records, now)
+        self.topic(topic)[1].record(records, now)
         self.retry.record(records, now)
 
     def failed(self, topic: str, records: int, now: float) -> None:
-        self.topic(topic)[4].record(records, now)
+        self.topic(topic)[2].record(records, now)
         self.error.record(records, now)
 
 
@@ -377,43 +414,37 @@ CONSUMER = "consumer-metrics"
 class FetchMetrics:
     """The consumer's fetch sensors, recorded by the thread that polls.
 
-    fetch-latency and fetch-size per Fetch answer; records-consumed and bytes-consumed
-    as poll() hands records over (per partition per poll, Java's FetchResponseMetric-
-    Aggregator records them as a fetch is drained); records-lag (high watermark, or the
-    last stable offset under read_committed, less the position) and records-lead
-    (position less log start) per partition after each poll that read it.
+    fetch-latency, fetch-size and bytes-consumed per Fetch answer (bytes are counted as
+    answers arrive; Java's FetchResponseMetricAggregator counts them as a poll drains
+    them); records-consumed and records-per-request as poll() hands records over, per
+    partition per poll; records-lag (high watermark, or the last stable offset under
+    read_committed, less the position) and records-lead (position less log start) per
+    partition after each poll that read it, or each fetch that found nothing new.
     """
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = m = metrics
         g = FETCH_MANAGER
-        self.latency = m.sensor("fetch-latency")[0]
-        m.add_stat(self.latency, "avg", m.name("fetch-latency-avg", g, "The average time taken for a fetch request."))
-        m.add_stat(self.latency, "max", m.name("fetch-latency-max", g, "The max time taken for any fetch request."))
-        m.meter(self.latency, g, "fetch", count=True, what="fetch requests")
-        self.fetch_size = m.sensor("bytes-fetched")[0]
-        m.add_stat(self.fetch_size, "avg", m.name("fetch-size-avg", g, "The average number of bytes fetched per "
-                                                   "request"))
-        m.add_stat(self.fetch_size, "max", m.name("fetch-size-max", g, "The maximum number of bytes fetched per "
-                                                   "request"))
-        self.records_per_request = m.sensor("records-fetched")[0]
-        m.add_stat(self.records_per_request, "avg", m.name("records-per-request-avg", g, "The average number of "
-                                                            "records in each request"))
-        self.bytes = m.sensor("bytes-consumed")[0]
-        m.meter(self.bytes, g, "bytes-consumed", what="bytes consumed")
-        self.records = m.sensor("records-consumed")[0]
-        m.meter(self.records, g, "records-consumed", what="records consumed")
-        self.lag = m.sensor("records-lag")[0]
-        m.add_stat(self.lag, "max", m.name("records-lag-max", g, "The maximum lag in terms of number of records for "
-                                           "any partition in this window"))
-        self.lead = m.sensor("records-lead")[0]
-        m.add_stat(self.lead, "min", m.name("records-lead-min", g, "The minimum lead in terms of number of records "
-                                            "for any partition in this window"))
-        self.throttle = m.sensor("fetch-throttle-time")[0]
-        m.add_stat(self.throttle, "avg", m.name("fetch-throttle-time-avg", g, "The average throttle time in ms"))
-        m.add_stat(self.throttle, "max", m.name("fetch-throttle-time-max", g, "The maximum throttle time in ms"))
+        # A Fetch answer: (latency ms, bytes, throttle ms).
+        self.answer = a = m.sensor("fetch-answers", columns=3)[0]
+        m.add_stat(a, "avg", m.name("fetch-latency-avg", g, "The average time taken for a fetch request."), 0)
+        m.add_stat(a, "max", m.name("fetch-latency-max", g, "The max time taken for any fetch request."), 0)
+        m.meter(a, g, "fetch", count=True, what="fetch requests")
+        m.add_stat(a, "avg", m.name("fetch-size-avg", g, "The average number of bytes fetched per request"), 1)
+        m.add_stat(a, "max", m.name("fetch-size-max", g, "The maximum number of bytes fetched per request"), 1)
+        m.meter(a, g, "bytes-consumed", what="bytes consumed", column=1)
+        m.add_stat(a, "avg", m.name("fetch-throttle-time-avg", g, "The average throttle time in ms"), 2)
+        m.add_stat(a, "max", m.name("fetch-throttle-time-max", g, "The maximum throttle time in ms"), 2)
+        # Records a poll took of one partition, and that partition's lag and lead then.
+        self.records = r = m.sensor("records-consumed", columns=3)[0]
+        m.meter(r, g, "records-consumed", what="records consumed", column=0)
+        m.add_stat(r, "avg", m.name("records-per-request-avg", g, "The average number of records in each request"), 0)
+        m.add_stat(r, "max", m.name("records-lag-max", g, "The maximum lag in terms of number of records for any "
+                                    "partition in this window"), 1)
+        m.add_stat(r, "min", m.name("records-lead-min", g, "The minimum lead in terms of number of records for any "
+                                    "partition in this window"), 2)
         self._topics: dict[str, tuple[Sensor, Sensor]] = {}
-        self._partitions: dict[tuple[str, int], tuple[Sensor, Sensor]] = {}
+        self._partitions: dict[tuple[str, int], Sensor] = {}
 
     def _topic(self, topic: str) -> tuple[Sensor, Sensor]:
         sensors = self._topics.get(topic)
@@ -432,48 +463,39 @@ class FetchMetrics:
             sensors = self._topics[topic] = (records, byte)
         return sensors
 
-    def _partition(self, topic: str, partition: int) -> tuple[Sensor, Sensor]:
+    def _partition(self, topic: str, partition: int) -> Sensor:
         key = (topic, partition)
-        sensors = self._partitions.get(key)
-        if sensors is None:
+        sensor = self._partitions.get(key)
+        if sensor is None:
             m, g, p = self.metrics, FETCH_MANAGER, str(partition)
-            lag = m.sensor(f"{topic}-{partition}.records-lag")[0]
-            lead = m.sensor(f"{topic}-{partition}.records-lead")[0]
-            for stat, desc in (("value", "The latest lag of the partition"), ("max", "The max lag of the partition"),
-                               ("avg", "The average lag of the partition")):
-                suffix = "" if stat == "value" else f"-{stat}"
-                m.add_stat(lag, stat, m.name(f"records-lag{suffix}", g, desc, topic=topic, partition=p))
-            for stat, desc in (("value", "The latest lead of the partition"), ("min", "The min lead of the "
-                                                                                "partition"),
-                               ("avg", "The average lead of the partition")):
-                suffix = "" if stat == "value" else f"-{stat}"
-                m.add_stat(lead, stat, m.name(f"records-lead{suffix}", g, desc, topic=topic, partition=p))
-            sensors = self._partitions[key] = (lag, lead)
-        return sensors
+            sensor = m.sensor(f"{topic}-{partition}.records-lag", columns=2)[0]
+            for what, column, extreme in (("lag", 0, "max"), ("lead", 1, "min")):
+                m.add_stat(sensor, "value", m.name(f"records-{what}", g, f"The latest {what} of the partition",
+                                                   topic=topic, partition=p), column)
+                m.add_stat(sensor, extreme, m.name(f"records-{what}-{extreme}", g, f"The {extreme} {what} of the "
+                                                   "partition", topic=topic, partition=p), column)
+                m.add_stat(sensor, "avg", m.name(f"records-{what}-avg", g, f"The average {what} of the partition",
+                                                 topic=topic, partition=p), column)
+            self._partitions[key] = sensor
+        return sensor
 
-    def fetch_answered(self, latency_ms: float, size: int, records_by_topic: Mapping[str, tuple[int, int]],
+    def fetch_answered(self, latency_ms: float, size: int, bytes_by_topic: Mapping[str, int],
                        throttle_ms: int, now: float) -> None:
-        """One Fetch answer: its latency, size, and (records, bytes) per topic it carried."""
-        self.latency.record(latency_ms, now)
-        self.fetch_size.record(size, now)
-        self.throttle.record(throttle_ms, now)
-        for topic, (_, byte) in records_by_topic.items():
-            self._topic(topic)[1].record(byte, now)
-            self.bytes.record(byte, now)
+        """One Fetch answer: its latency, size and throttle, and the bytes per topic it carried."""
+        self.answer.record_all(now, latency_ms, size, throttle_ms)
+        for topic, byte in bytes_by_topic.items():
+            (self._topics.get(topic) or self._topic(topic))[1].record(byte, now)
 
     def consumed(self, topic: str, partition: int, records: int, lag: int | None, lead: int | None,
                  now: float) -> None:
         """A poll handed `records` of one partition over; its lag and lead after that."""
-        self._topic(topic)[0].record(records, now)
-        self.records.record(records, now)
-        self.records_per_request.record(records, now)
-        lag_sensor, lead_sensor = self._partition(topic, partition)
-        if lag is not None:
-            lag_sensor.record(lag, now)
-            self.lag.record(lag, now)
-        if lead is not None:
-            lead_sensor.record(lead, now)
-            self.lead.record(lead, now)
+        (self._topics.get(topic) or self._topic(topic))[0].record(records, now)
+        lag_value = math.nan if lag is None else lag
+        lead_value = math.nan if lead is None else lead
+        self.records.record_all(now, records, lag_value, lead_value)
+        if lag is not None and lead is not None:   # (unknown before the partition's first answer)
+            (self._partitions.get((topic, partition)) or self._partition(topic, partition)).record_all(
+                now, lag, lead)
 
     def keep_partitions(self, assigned: Iterable[tuple[str, int]]) -> None:
         """Drop the lag metrics of partitions no longer assigned (Java removes them on unassignment)."""
@@ -486,7 +508,6 @@ class FetchMetrics:
                 "records-lag", "records-lag-max", "records-lag-avg", "records-lead", "records-lead-min",
                 "records-lead-avg"))
             m._sensors.pop(f"{topic}-{partition}.records-lag", None)
-            m._sensors.pop(f"{topic}-{partition}.records-lead", None)
 
 
 class CoordinatorMetrics:

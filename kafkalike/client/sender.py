@@ -289,11 +289,11 @@ class Sender(threading.Thread):
         request = ProduceRequest(transactional_id=transactional_id, acks=self.acks, timeout_ms=self.request_timeout_ms,
                                  topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p)
                                              for t, p in by_topic.items()])
-        sensors.records_per_request.record(records, now)
         correlation: list[int] = []
 
         def on_response(response, error: Exception | None) -> None:
-            sensors.latency.record((time.monotonic() - now) * 1000)
+            answered = time.monotonic()
+            sensors.answered((answered - now) * 1000, getattr(response, "throttle_time_ms", 0), records, answered)
             self._handle_produce_response(node, correlation[0] if correlation else -1, by_tp, response, error)
 
         correlation.append(self.client.send(node, request, on_response, now, version=version,
@@ -315,8 +315,6 @@ class Sender(threading.Thread):
             for batch in batches.values():
                 self._complete(batch, ErrorCode.NONE, -1, -1, None, correlation_id, now)
             return
-        throttle = getattr(response, "throttle_time_ms", 0)
-        self.sensors.throttle.record(throttle, now)
         seen = set()
         for topic in response.responses:
             for p in topic.partition_responses:
