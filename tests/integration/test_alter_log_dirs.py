@@ -272,3 +272,26 @@ def test_the_reassign_tool_moves_replicas_to_named_dirs_and_verifies(cluster, tm
     assert not [e for e in entries_ if e.name == "replica.alter.log.dirs.io.max.bytes.per.second"
                 and e.source == ConfigSource.DYNAMIC_BROKER_CONFIG]
     assert len(consume(cluster.bootstrap, "tool", 50, partition=1)) == 50
+
+
+def test_kafka_pythons_admin_client_moves_a_replica_and_sees_it_moved(cluster):
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import NoError
+    create_topic(cluster.bootstrap, "kp", [[1]])
+    produced = fill(cluster.bootstrap, "kp", 100_000)
+    _source, target = where(cluster, 1, "kp-0")
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        answer = admin.alter_replica_log_dirs({("kp", 0, 1): str(target)})
+        assert [(tuple(r), e) for r, e in answer.items()] == [(("kp", 0, 1), NoError)]
+
+        def placed():
+            [broker] = admin.describe_log_dirs(topic_partitions={"kp": [0]}, brokers=[1])
+            where_ = [(d["log_dir"], p["partition_index"], p["is_future_key"])
+                      for d in broker["log_dirs"] for t in d["topics"] if t["name"] == "kp" for p in t["partitions"]]
+            return where_ == [(str(target), 0, False)] or None
+        wait_until(placed, 30, "kafka-python to describe kp-0 in the other dir only")
+    finally:
+        admin.close()
+    wait_until(lambda: log_dirs(cluster, 1, "kp") == [(str(target), "kp-0", False, 0)] or None, 30, "kp-0 moved")
+    assert len(consume(cluster.bootstrap, "kp", produced)) == produced
