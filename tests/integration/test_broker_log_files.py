@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 
 from kafkalike.client.admin import AdminClient, NewTopic
 from kafkalike.lab.cluster import Cluster
@@ -57,9 +58,14 @@ def test_brokers_write_kafkas_log_files_from_their_log4j_properties(zk_chroot, k
         leader = cluster.broker(leader_id)
         follower = next(b for b in cluster.brokers if b.broker_id != leader_id)
 
-        # ISR shrink and expand, on the leader: a follower stopped, then let go.
+        # ISR shrink and expand, on the leader: a follower stopped while the leader takes a
+        # write (a caught-up follower stays in sync however long it is quiet, as in Kafka),
+        # then let go.
         os.kill(follower.pid, signal.SIGSTOP)
         try:
+            producer = Producer({"bootstrap.servers": leader.bootstrap, "acks": 1})
+            producer.produce("audit", value=b"while the follower sleeps", partition=0)
+            assert producer.flush(30) == 0
             wait_for(leader.server_log, "Shrinking ISR from ")
         finally:
             os.kill(follower.pid, signal.SIGCONT)
