@@ -1,7 +1,7 @@
 """Exactly once through crashes: a consume-transform-produce pipeline (confluent-kafka's
 transactional producer and read_committed consumer, tests/fault/eos_pipeline_app.py)
-copies N keyed input records to an output topic on three brokers while, one after the
-other, these are killed with kill -9:
+copies 3,000 keyed input records, written while it runs by an idempotent producer, to an
+output topic on three brokers while, one after the other, these are killed with kill -9:
 
 1. the broker that is the app's transaction coordinator (FindCoordinator key type 1),
 2. the broker that leads a partition of the output topic,
@@ -45,6 +45,8 @@ pytestmark = pytest.mark.fault
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDS = 3000
+SEED, PACED, RATE = 600, 2100, 80   # input written at the start, then paced at RATE records/s
+TAIL = RECORDS - SEED - PACED       # and written only once the app has been told to hold
 PARTITIONS = 3
 PER_TRANSACTION = 40          # input records per transaction at most: many transactions, each short
 INPUT, OUTPUT, GROUP, TXN_ID = "orders", "orders-enriched", "enricher", "enricher-1"
@@ -160,12 +162,41 @@ def output_leader(cluster, avoid: set[int]) -> tuple[int, int]:
     return ([pl for pl in candidates if pl[1] != controller] or candidates)[0]
 
 
-def seed(bootstrap: str) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 20})
-    for seq in range(RECORDS):
-        producer.produce(INPUT, value=b"%06d" % seq, key=b"customer-%d" % (seq % 97))
-        producer.poll(0)
-    assert producer.flush(60) == 0
+class InputFeeder(threading.Thread):
+    """Writes the input while the pipeline runs, as a live source would: SEED records at
+    once, then PACED at about RATE a second, and the last TAIL only once released (after
+    the app is told to hold), so the app cannot finish before its own kill however fast
+    the machine is, and always has input for the transaction it is killed in. The
+    producer is idempotent with acks=all: the input itself survives the broker kills."""
+
+    def __init__(self, bootstrap: str):
+        super().__init__(daemon=True)
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 20})
+        self.release = threading.Event()
+        self.errors: list[str] = []
+        self.undelivered = -1
+
+    def _produce(self, seqs: range) -> None:
+        for seq in seqs:
+            self.producer.produce(INPUT, value=b"%06d" % seq, key=b"customer-%d" % (seq % 97),
+                                  on_delivery=lambda err, _msg: err and self.errors.append(str(err)))
+        self.producer.poll(0)
+
+    def seed(self) -> None:
+        self._produce(range(SEED))
+        assert self.producer.flush(60) == 0, "the input's first records were not delivered"
+
+    def run(self) -> None:
+        step = RATE // 10
+        for start in range(SEED, SEED + PACED, step):
+            if self.release.wait(0.1):      # pacing: the rest goes at once once released
+                break
+            self._produce(range(start, min(start + step, SEED + PACED)))
+        else:
+            start = SEED + PACED
+        self.release.wait()
+        self._produce(range(start, RECORDS))
+        self.undelivered = self.producer.flush(120)
 
 
 def read_output(bootstrap: str, isolation: str, expected: int, timeout: float = 60) -> list[tuple[bytes, bytes]]:
@@ -210,12 +241,14 @@ def test_a_pipeline_keeps_exactly_once_through_kill_9_of_coordinator_leader_and_
     with running_cluster(zk_chroot, 3, OVERRIDES) as cluster:
         create_topic(cluster.bootstrap, INPUT, PARTITIONS, 3)
         create_topic(cluster.bootstrap, OUTPUT, PARTITIONS, 3)
-        seed(cluster.bootstrap)
+        feeder = InputFeeder(cluster.bootstrap)
+        feeder.seed()
 
         committed: dict[int, int] = {}
         app = PipelineApp(cluster.bootstrap, committed)
+        feeder.start()
         try:
-            wait_progress(app, RECORDS // 10, "the first commits")
+            wait_progress(app, SEED // 2, "the first commits")
 
             # 1. The transaction coordinator's broker; started again once another broker
             #    coordinates the id (an operator restarts a crashed broker; a client waiting
@@ -226,7 +259,7 @@ def test_a_pipeline_keeps_exactly_once_through_kill_9_of_coordinator_leader_and_
             wait_until(lambda: transaction_coordinator(cluster) != coordinator, 60,
                        "another broker coordinating " + TXN_ID)
             cluster.broker(coordinator).restart(60)
-            wait_progress(app, mark + 2 * PER_TRANSACTION, "commits through the new coordinator")
+            wait_progress(app, min(mark + 2 * PER_TRANSACTION, SEED + PACED), "commits through the new coordinator")
 
             # 2. The leader of an output partition (not the coordinator now), the same way.
             partition, leader = output_leader(cluster, {transaction_coordinator(cluster)})
@@ -235,11 +268,11 @@ def test_a_pipeline_keeps_exactly_once_through_kill_9_of_coordinator_leader_and_
             wait_until(lambda: output_leaders(cluster).get(partition, leader) not in (leader, -1), 60,
                        f"a new leader of {OUTPUT}-{partition}")
             cluster.broker(leader).restart(60)
-            wait_progress(app, mark + 2 * PER_TRANSACTION, "commits after the output leader's kill")
+            wait_progress(app, min(mark + 2 * PER_TRANSACTION, SEED + PACED), "commits after the output leader's kill")
 
             # 3. The app itself, inside a transaction whose records are in the output's log.
-            assert app.progress() < RECORDS, "the app finished before its own kill -9"
             os.kill(app.process.pid, signal.SIGUSR1)
+            feeder.release.set()
             wait_line(app, "held", 0, "the app held inside a transaction", 30)
             app.kill()
             app = PipelineApp(cluster.bootstrap, committed)   # same transactional.id: fences the dead one
@@ -248,7 +281,10 @@ def test_a_pipeline_keeps_exactly_once_through_kill_9_of_coordinator_leader_and_
             assert app.progress() == RECORDS, app.report()
             assert app.count("fatal") == 0, app.report()
         finally:
+            feeder.release.set()
             app.kill()
+        feeder.join(150)
+        assert feeder.undelivered == 0 and not feeder.errors, (feeder.undelivered, feeder.errors[:3])
 
         output = read_output(cluster.bootstrap, "read_committed", RECORDS)
         sequences = Counter(int(value.removeprefix(b"out-")) for _, value in output)
