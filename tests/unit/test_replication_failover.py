@@ -34,7 +34,7 @@ class FakeZk:
         return defer.Deferred()    # anything with cancel(); never fires here
 
     watch_broker_changes = watch_topic_changes = watch_topic_deletions = _watch
-    watch_partition_modifications = watch_partition_reassignment = _watch
+    watch_partition_modifications = watch_partition_reassignment = watch_data = _watch
 
     async def get_partition_reassignment(self):
         return None     # no /admin/reassign_partitions
