@@ -24,7 +24,7 @@ from typing import Any, Mapping
 
 from kafkalike.client.errors import ConfigError, KafkaError
 from kafkalike.common.cipher_names import TLS13_SUITES, openssl_cipher_name
-from kafkalike.common.config_def import Password
+from kafkalike.common.config_def import Password, errors_as, one_of
 from kafkalike.common.jaas import parse_jaas_config
 from kafkalike.common.keystores import KeystoreError, load_keystore, load_truststore
 from kafkalike.common.scram import HASHES, ScramClientExchange, ScramError
@@ -64,9 +64,8 @@ class ClientSecurity:
         """Read Java's client keys (strings or Python values); ConfigError names a bad key."""
         get = lambda k: _value(config.get(k))  # noqa: E731
         protocol = str(get("security.protocol") or "PLAINTEXT").upper()
-        if protocol not in PROTOCOLS:
-            raise ConfigError(f"Invalid value {protocol} for configuration security.protocol: String must be one "
-                              f"of: {', '.join(PROTOCOLS)}")
+        with errors_as(ConfigError):
+            one_of(*PROTOCOLS)("security.protocol", protocol)
         sec = cls(protocol)
         if protocol in ("SSL", "SASL_SSL"):
             sec.context = _ssl_context(get)

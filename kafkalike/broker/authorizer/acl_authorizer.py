@@ -27,7 +27,7 @@ from kafkalike.broker.authorizer.service import Authorizer
 from kafkalike.common.acls import (WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, AccessControlEntry,
                                    AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AclResourceType,
                                    PatternType, ResourcePattern, camel_name)
-from kafkalike.common.config_def import ConfigError
+from kafkalike.common.config_def import ConfigError, ConfigType, parse_value
 from kafkalike.zkdata.acl_znodes import STORED_PATTERN_TYPES, AclZkStore, sequence_number
 from kafkalike.zkdata.kafka_json import ZNodeDecodeError
 
@@ -57,12 +57,10 @@ def from_config(config) -> Authorizer | None:
         raise ConfigError(f"Invalid value {name} for configuration authorizer.class.name: kafkalike provides "
                           f"only {CLASS_NAMES[0]}")
     supers = config.originals.get("super.users") or ""
-    everyone = str(config.originals.get("allow.everyone.if.no.acl.found", "false")).strip().lower()
-    if everyone not in ("true", "false"):
-        raise ConfigError(f"Invalid value {everyone} for configuration allow.everyone.if.no.acl.found: "
-                          "Expected value to be either true or false")
+    everyone = parse_value("allow.everyone.if.no.acl.found", ConfigType.BOOLEAN,
+                           config.originals.get("allow.everyone.if.no.acl.found", "false"))
     return AclAuthorizer(super_users={s.strip() for s in str(supers).split(";") if s.strip()},
-                         allow_everyone_if_no_acl_found=everyone == "true")
+                         allow_everyone_if_no_acl_found=everyone)
 
 
 class AclAuthorizer(Authorizer):
