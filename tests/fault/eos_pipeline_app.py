@@ -29,7 +29,9 @@ import threading
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-TIMEOUT_S = 30   # no longer than transaction.timeout.ms: a stuck call ends in an abort
+# A call that times out ends in an abort by the app itself, well before the coordinator
+# would abort the transaction on its timeout and fence this producer (a fatal error).
+TIMEOUT_S = 30
 HOLD = threading.Event()
 
 
@@ -63,7 +65,7 @@ def main(bootstrap: str, source: str, sink: str, group: str, transactional_id: s
     # connection goes up or down (librdkafka issues #5511, #5456); closing idle
     # connections gives it that event within seconds once the app is stuck.
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
-                         "transaction.timeout.ms": 30000, "linger.ms": 5, "connections.max.idle.ms": 3000})
+                         "transaction.timeout.ms": 60000, "linger.ms": 5, "connections.max.idle.ms": 3000})
     signal.signal(signal.SIGUSR1, lambda *_: HOLD.set())
     producer.init_transactions(TIMEOUT_S)
     say("ready")
