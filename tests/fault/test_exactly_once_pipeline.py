@@ -130,7 +130,7 @@ def transaction_coordinator(cluster) -> int:
             try:
                 conn.connect()
                 answer = conn.send(FindCoordinatorRequest(key=TXN_ID, key_type=1), 3)
-            except KafkaConnectionError:
+            except (KafkaConnectionError, OSError):   # a broker going down as it is asked
                 continue
             finally:
                 conn.close()
