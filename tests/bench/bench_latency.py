@@ -238,6 +238,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{time.strftime('%Y-%m-%d %H:%M')}  {harness.machine()}; "
               f"load average {harness.load_average():.2f} at start")
         harness.print_checkouts(sides)
+        if args.hw_probe:
+            print(f"3 brokers per checkout, log dirs under {args.dir}; 1 partition, RF=3; {args.reps} reps, rotating")
+            run_hw_probe(args, sides, clusters)
+            return 0
         print(f"3 brokers per checkout, log dirs under {args.dir}; 1 partition, RF=3, min.insync.replicas=2, "
               f"acks={args.acks}, linger.ms={args.linger_ms}; {args.mb_per_s} MB/s of {args.record_size}-byte records for "
               f"{args.seconds} s per run, first {WARM_UP_S:.0f} s left out; {args.reps} reps, rotating")
@@ -253,9 +257,6 @@ def run(args: argparse.Namespace) -> int:
                       f"p99 {r['p99']:.2f} ms, p99.9 {r['p999']:.2f} ms, max {r['max']:.2f} ms "
                       f"({r['measured']} records)", flush=True)
 
-        if args.hw_probe:
-            run_hw_probe(args, sides, clusters)
-            return 0
         spies = start_profile(clusters["this"], args.profile) if args.profile else []
         harness.interleave(args.reps, [s.label for s in sides], measure, progress)
         if spies:
