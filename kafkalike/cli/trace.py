@@ -34,6 +34,7 @@ that carried it is reported from the consumer's fetcher.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import threading
@@ -55,6 +56,8 @@ from kafkalike.protocol.messages.metadata import MetadataRequest
 DEBUGGING_REPLICA_ID = -2   # Kafka's DebuggingConsumerId
 LATEST = -1
 PROBE_TIMEOUT = 15.0        # seconds to wait for followers and the high watermark
+REQUEST_TIMEOUT_MS = 5000
+DELIVERY_TIMEOUT_MS = 10000
 
 
 @dataclass
@@ -90,6 +93,7 @@ class Tracer:
         self.sent = threading.Event()        # the record's Produce request is out: probing starts
         self.request_node: int | None = None
         self.target: tuple[str, int, int] | None = None   # (topic, partition, offset) for --consume
+        self.answers = 0                                    # Produce answers for the record (retries add)
 
     def _at(self) -> float:
         return time.monotonic() - self.t0
@@ -127,15 +131,32 @@ class Tracer:
         self.sent.set()
 
     def response_received(self, node: int, correlation_id: int, response, error) -> None:
-        if node != self.request_node or "response" in self.journey.steps:
+        if node != self.request_node:
             return
+        code = None
+        for topic in getattr(response, "responses", None) or ():
+            for p in topic.partition_responses:
+                if p.index == self.partition:
+                    code = p.error_code
+        if code is None and response is not None:
+            return            # an answer for other partitions only
+        answers = self.journey.steps.get("response")
         if response is None and error is None:
             detail = "acks=0: no answer; done once written to the socket"
         elif error is not None:
             detail = f"error: {error}"
+        elif code:
+            detail = f"from broker {node}, correlation id {correlation_id}: {_error_name(code)}"
         else:
             detail = f"from broker {node}, correlation id {correlation_id}"
-        self.journey.mark("response", "sender: Produce answer", self._at(), detail)
+        if answers is None:
+            self.journey.mark("response", "sender: Produce answer", self._at(), detail)
+            self.answers = 1
+        else:
+            self.answers += 1
+            first = answers.detail.split(" (answers: ")[0]
+            answers.detail = f"{first} (answers: {self.answers}, the last {self._at() * 1000:.3f} ms: " \
+                             f"{detail.split(': ', 1)[-1] if code or error else 'ok'})"
 
     # -- consumer (fetcher) --------------------------------------------------------------------
 
@@ -155,6 +176,13 @@ class Tracer:
                     if sent is not None:
                         detail += f", sent at {(sent - self.t0) * 1000:.3f} ms"
                     self.journey.mark("fetch", "consumer: Fetch answer with it", self._at(), detail)
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error {code}"
 
 
 def _size(n: int) -> str:
@@ -268,10 +296,10 @@ class Probe:
         self.errors: list[Exception] = []
         self._lock = threading.Lock()
         nodes = sorted({n for v in views.values() for n in v.replicas if n in cluster.addresses})
-        self.connections = {node: cluster.connect(node) for node in nodes}
-        self.hw_connections = {v.leader: None for v in views.values() if v.leader in cluster.addresses}
-        for node in self.hw_connections:
-            self.hw_connections[node] = cluster.connect(node)
+        self.unreachable: dict[int, str] = {}   # replicas this tool cannot talk to (a dead broker)
+        self.stopped = threading.Event()        # the record failed: nothing more to watch for
+        self.connections = self._connect(nodes)
+        self.hw_connections = self._connect(sorted({v.leader for v in views.values() if v.leader in self.connections}))
         self._threads = [threading.Thread(target=self._guard, args=(self._watch_replica, node), daemon=True)
                          for node in self.connections]
         self._threads += [threading.Thread(target=self._guard, args=(self._watch_hw, node), daemon=True)
@@ -289,6 +317,15 @@ class Probe:
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _connect(self, nodes: list[int]) -> dict[int, BrokerConnection]:
+        connections = {}
+        for node in nodes:
+            try:
+                connections[node] = self.cluster.connect(node)
+            except (KafkaConnectionError, OSError) as error:
+                self.unreachable[node] = str(error)
+        return connections
 
     def close(self) -> None:
         for conn in list(self.connections.values()) + list(self.hw_connections.values()):
@@ -315,7 +352,7 @@ class Probe:
             return
         tracer, partition, conn = self.tracer, self.tracer.partition, self.connections[node]
         deadline = time.monotonic() + PROBE_TIMEOUT
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self.stopped.is_set():
             offset = self._offset(partition)
             has, _ = holds(conn, self.topic, partition, offset)
             if has:
@@ -332,7 +369,7 @@ class Probe:
             return
         tracer, partition, conn = self.tracer, self.tracer.partition, self.hw_connections[node]
         deadline = time.monotonic() + PROBE_TIMEOUT
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self.stopped.is_set():
             offset = self._offset(partition)
             hw = latest_offset(conn, self.topic, partition)
             if hw > offset:
@@ -408,8 +445,12 @@ def trace(args: argparse.Namespace, out: TextIO) -> int:
         with cluster.connect(view.leader) as conn:
             starts[partition] = latest_offset(conn, args.topic, partition)
     acks = "-1" if args.acks == "all" else args.acks
+    # A record the cluster refuses (acks=all below min.insync.replicas: NOT_ENOUGH_REPLICAS,
+    # retried) fails within DELIVERY_TIMEOUT_MS, so the journey shows the failure.
     producer = KafkaProducer({"bootstrap.servers": args.bootstrap_server, "acks": acks,
-                              "linger.ms": args.linger_ms, "client.id": "kafkalike-trace"})
+                              "linger.ms": args.linger_ms, "client.id": "kafkalike-trace",
+                              "request.timeout.ms": REQUEST_TIMEOUT_MS,
+                              "delivery.timeout.ms": DELIVERY_TIMEOUT_MS + args.linger_ms})
     journey = Journey()
     probe = None
     try:
@@ -423,7 +464,8 @@ def trace(args: argparse.Namespace, out: TextIO) -> int:
         def on_ack(metadata, error) -> None:
             at = time.monotonic() - tracer.t0
             if error is not None:
-                journey.mark("ack", "acknowledgement (callback)", at, f"failed: {error}")
+                journey.mark("ack", "acknowledgement (callback)", at, f"failed: {type(error).__name__}: {error}")
+                probe.stopped.set()
             elif metadata.offset >= 0:
                 journey.offset = metadata.offset
                 probe.offset = metadata.offset
@@ -437,7 +479,7 @@ def trace(args: argparse.Namespace, out: TextIO) -> int:
         producer.send(args.topic, args.value.encode(), key=None if args.key is None else args.key.encode(),
                       partition=args.partition, callback=on_ack)
         # No flush(): it would make the batch sendable at once, and linger.ms is part of the journey.
-        acked.wait(30 + args.linger_ms / 1000)
+        acked.wait((DELIVERY_TIMEOUT_MS + args.linger_ms) / 1000 + 5)
         producer._trace_with(None)
         partition = tracer.partition
         guess = starts.get(partition) if partition is not None else None
@@ -456,6 +498,10 @@ def trace(args: argparse.Namespace, out: TextIO) -> int:
         view = views.get(partition) if partition is not None else None
         if view is not None:
             settle(journey, view, acks)
+            for node, why in probe.unreachable.items():
+                step = journey.steps.get(f"follower-{node}")
+                if step is not None and step.at is None:
+                    step.detail = f"not seen: this tool cannot reach broker {node} ({why})"
             if journey.offset is not None and "leader" in journey.steps:
                 with cluster.connect(view.leader) as conn:
                     segment = segment_of(conn, args.topic, partition, journey.offset)
@@ -542,6 +588,8 @@ def consume(args: argparse.Namespace, tracer: Tracer, partition: int, offset: in
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    # The journey reports retries and failures itself; the client's per-retry warnings would bury it.
+    logging.getLogger("kafkalike.client").setLevel(logging.ERROR)
     try:
         return trace(args, out)
     except (KafkaError, KafkaConnectionError) as error:
