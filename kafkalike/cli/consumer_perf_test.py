@@ -13,7 +13,7 @@ With --show-detailed-stats a line per --reporting-interval instead (time, thread
 as Kafka prints it. Dates use the --date-format SimpleDateFormat pattern. Bytes counted are
 the keys' and values' sizes. --threads, --num-fetch-threads, --batch-size, --message-size
 and --compression-codec are accepted and, as in Kafka 2.8, not used;
---print-metrics prints nothing (kafkalike's consumer keeps no Java metrics).
+--print-metrics prints the consumer's metrics after the stats, as Java's (group:name:{tags}).
 """
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ from typing import Sequence, TextIO
 from kafkalike.cli import command_default, joptions
 from kafkalike.cli.joptions import JavaError, Option
 from kafkalike.cli.tool_main import run_tool
+from kafkalike.cli.producer_perf_test import print_metrics
 from kafkalike.client.consumer import KafkaConsumer
+from kafkalike.client.metrics import by_name
 from kafkalike.properties import load as load_properties
 
 BYTES_DESERIALIZER = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
@@ -213,9 +215,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             out.write(f"{fields}, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec{HEADER_TAIL}\n")
         consumer = KafkaConsumer(config)
         start_ms = int(time.time() * 1000)
+        metrics = None
         try:
             run.consume(consumer, opts.value("topic") or "", opts.number("messages") or 0, opts.number("timeout") or 0)
             end_ms = int(time.time() * 1000)
+            if opts.has("print-metrics"):
+                metrics = by_name(consumer.metrics())    # read before close, as Java's
         finally:
             consumer.close()
         elapsed_s = (end_ms - start_ms) / 1000.0
@@ -227,6 +232,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
                 java_double(mb), java_double(_div(mb, elapsed_s)), str(run.messages),
                 java_double(_div(run.messages, elapsed_s)), str(run.join_time_ms), str(fetch_ms),
                 java_double(_div(mb, fetch_ms / 1000.0)), java_double(_div(run.messages, fetch_ms / 1000.0))]) + "\n")
+        if metrics is not None:
+            print_metrics(metrics, out)
         return 0
     return command_default.run_main(OPTIONS, body, out, err)
 

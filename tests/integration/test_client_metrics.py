@@ -4,6 +4,7 @@ and values a user can check (records sent, errors, lag after a known backlog, co
 from __future__ import annotations
 
 import math
+import re
 import time
 import uuid
 
@@ -155,3 +156,24 @@ def test_consumer_coordinator_metrics(broker):
         assert not math.isnan(value(metrics, "records-lag-max", "consumer-fetch-manager-metrics"))
     finally:
         consumer.close()
+
+
+def test_perf_tools_print_metrics_as_java_does(broker):
+    """--print-metrics: ToolsUtils.printMetrics' table, `group:name:{tags}` : value."""
+    import subprocess
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    topic = new_topic(broker.bootstrap, 1)
+    produced = subprocess.run([str(repo / "bin" / "kafka-producer-perf-test.sh"), "--topic", topic, "--num-records",
+                               "500", "--record-size", "100", "--throughput", "-1", "--producer-props",
+                               f"bootstrap.servers={broker.bootstrap}", "client.id=perf-p", "--print-metrics"],
+                              capture_output=True, text=True, timeout=120)
+    assert produced.returncode == 0, produced.stderr
+    assert "\nMetric Name" in produced.stdout
+    assert re.search(r"^producer-metrics:record-send-total:\{client-id=perf-p\} +: 500\.000$", produced.stdout, re.M)
+    consumed = subprocess.run([str(repo / "bin" / "kafka-consumer-perf-test.sh"), "--bootstrap-server",
+                               broker.bootstrap, "--topic", topic, "--messages", "500", "--print-metrics"],
+                              capture_output=True, text=True, timeout=120)
+    assert consumed.returncode == 0, consumed.stderr
+    assert re.search(r"^consumer-fetch-manager-metrics:records-consumed-total:\{client-id=[^}]+\} +: 500\.000$",
+                     consumed.stdout, re.M), consumed.stdout
