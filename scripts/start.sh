@@ -31,8 +31,10 @@ bootstrap=localhost:9092,localhost:9093,localhost:9094
 # ZooKeeper from the start, so the demo below shows up in its plots.
 dashboard_pid=$LOG_DIR/dashboard.pid
 if [ -f "$dashboard_pid" ]; then kill "$(cat "$dashboard_pid")" 2>/dev/null || true; fi
+# Its rate plots read the brokers' Prometheus endpoints (each lab broker has one).
+metrics_urls=$(bin/kafkalike-lab.sh status --json | "$PYTHON" -c 'import json, sys; print(",".join(n["metrics_url"] for n in json.load(sys.stdin)["nodes"] if n.get("metrics_url")))')
 nohup bin/kafkalike-dashboard.sh --bootstrap-server "$bootstrap" --zookeeper "localhost:$zk_port" \
-    > "$LOG_DIR/dashboard.out" 2>&1 < /dev/null &
+    --metrics-url "$metrics_urls" > "$LOG_DIR/dashboard.out" 2>&1 < /dev/null &
 echo $! > "$dashboard_pid"
 
 topic=kafkalike-demo
