@@ -14,7 +14,7 @@ Its lines on stdout, for the test to follow it:
     aborted <error>               a transaction was aborted; positions rewound to committed
 
 Errors are handled the way confluent-kafka's documentation says: retriable ones are
-retried, abortable ones abort the transaction and rewind the consumer to the group's
+retried (and CONCURRENT_TRANSACTIONS, see `retrying`), abortable ones abort the transaction and rewind the consumer to the group's
 committed offsets, fatal ones (being fenced) end the process with status 3.
 
 SIGUSR1 asks the app to stop inside its next transaction, after its records are in the
@@ -26,6 +26,7 @@ import json
 import signal
 import sys
 import threading
+import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
@@ -49,14 +50,21 @@ def rewind(consumer: Consumer) -> None:
         consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
 
 
-def commit(producer: Producer) -> None:
+def retrying(call) -> None:
+    """A transactional call retried while its error is retriable. CONCURRENT_TRANSACTIONS
+    (the coordinator still completing the previous transaction, e.g. one a new coordinator
+    took over after a kill -9) is retried too: Java's client retries it internally, and
+    librdkafka 2.16 returns it from send_offsets_to_transaction marked neither retriable
+    nor abortable."""
     while True:
         try:
-            producer.commit_transaction(TIMEOUT_S)
+            call()
             return
         except KafkaException as exc:
-            if not exc.args[0].retriable():
+            error = exc.args[0]
+            if not (error.retriable() or error.code() == KafkaError.CONCURRENT_TRANSACTIONS):
                 raise
+            time.sleep(0.1)
 
 
 def main(bootstrap: str, source: str, sink: str, group: str, transactional_id: str, max_per_txn: str) -> int:
@@ -89,10 +97,10 @@ def main(bootstrap: str, source: str, sink: str, group: str, transactional_id: s
                 if HOLD.is_set():
                     say("held")
                     threading.Event().wait()   # until the kill -9
-                producer.send_offsets_to_transaction(
+                retrying(lambda: producer.send_offsets_to_transaction(
                     [TopicPartition(source, p, o) for p, o in next_offsets.items()],
-                    consumer.consumer_group_metadata(), TIMEOUT_S)
-                commit(producer)
+                    consumer.consumer_group_metadata(), TIMEOUT_S))
+                retrying(lambda: producer.commit_transaction(TIMEOUT_S))
                 say("committed " + json.dumps(next_offsets))
             except KafkaException as exc:
                 error: KafkaError = exc.args[0]
