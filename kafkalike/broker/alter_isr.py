@@ -22,6 +22,10 @@ partition_log = logging.getLogger("kafka.cluster.Partition")
 RETRY_BACKOFF_S = 0.5
 
 
+class ControllerRefused(Exception):
+    """The controller answered the whole AlterIsr with a top-level error."""
+
+
 class AlterIsrManager:
     def __init__(self, server):
         self.server = server
@@ -46,7 +50,12 @@ class AlterIsrManager:
     async def _send_loop(self) -> None:
         try:
             while self.unsent and not self.server.shutting_down:
-                batch, self.unsent = self.unsent, {}
+                # A LeaderAndIsr since the proposal (leadership moved, or the controller
+                # wrote the ISR itself) withdrew it: it is not sent again.
+                batch = {tp: part for tp, part in self.unsent.items() if part.pending_isr is not None}
+                self.unsent = {}
+                if not batch:
+                    break
                 try:
                     response = await self._send(batch)
                 except Exception as exc:
@@ -91,14 +100,20 @@ class AlterIsrManager:
         # controller again and propose again, as Kafka's AlterIsr channel does.
         answer = self.conn.request(request, 0)
         answer.addTimeout(self.server.config.get("controller.socket.timeout.ms") / 1000, self.server.reactor)
-        return await answer
+        response = await answer
+        if response.error_code:
+            # NOT_CONTROLLER (it resigned) or STALE_BROKER_EPOCH (it has not seen this
+            # broker's registration yet): the whole proposal goes again, to whoever is
+            # controller by then.
+            raise ControllerRefused(ErrorCode(response.error_code).name)
+        return response
 
     def _apply(self, batch, response) -> None:
         results = {(t.name, p.partition_index): p for t in response.topics for p in t.partitions}
         for tp, part in batch.items():
             part.pending_isr = None
             result = results.get(tp)
-            code = ErrorCode(response.error_code or (result.error_code if result else ErrorCode.UNKNOWN_SERVER_ERROR))
+            code = ErrorCode(result.error_code if result else ErrorCode.UNKNOWN_SERVER_ERROR)
             if code != ErrorCode.NONE:
                 log.info("[Partition %s-%d] Controller rejected ISR change: %s", tp[0], tp[1], code.name)
                 continue

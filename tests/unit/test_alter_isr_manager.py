@@ -1,0 +1,102 @@
+"""The leader's AlterIsr sender: what it sends again, and what it drops, when the
+controller refuses a proposal or a LeaderAndIsr overtakes it."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from twisted.internet import defer, task
+
+from kafkalike.broker.alter_isr import RETRY_BACKOFF_S, AlterIsrManager, ControllerRefused
+from kafkalike.protocol.messages.alter_isr import AlterIsrResponse
+
+
+class FakePartition:
+    def __init__(self, topic: str, index: int):
+        self.topic, self.index, self.tp = topic, index, (topic, index)
+        self.isr, self.pending_isr, self.leader_epoch, self.zk_version = [0, 1], None, 3, 7
+
+    def maybe_increment_high_watermark(self) -> bool:
+        return False
+
+
+class FakeReplicaManager:
+    def __init__(self):
+        self.produce_purgatory = SimpleNamespace(check_and_complete=lambda tp: None)
+        self.stats = SimpleNamespace(isr_changed=lambda old, new: None)
+
+    def on_high_watermark_moved(self, tp) -> None:
+        pass
+
+
+def manager_answering(answers: list) -> tuple[AlterIsrManager, task.Clock, list[dict]]:
+    """A manager whose controller gives `answers` in turn (an exception is raised)."""
+    clock = task.Clock()
+    server = SimpleNamespace(broker_id=0, reactor=clock, shutting_down=False, replica_manager=FakeReplicaManager())
+    manager = AlterIsrManager(server)
+    sent: list[dict] = []
+
+    async def send(batch):
+        sent.append({tp: list(part.pending_isr) for tp, part in batch.items()})
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer(batch)
+
+    manager._send = send
+    return manager, clock, sent
+
+
+def accepted(batch) -> AlterIsrResponse:
+    return AlterIsrResponse(topics=[AlterIsrResponse.TopicData(name=tp[0], partitions=[
+        AlterIsrResponse.PartitionData(partition_index=tp[1], leader_id=0, leader_epoch=part.leader_epoch,
+                                       isr=list(part.pending_isr), current_isr_version=part.zk_version + 1)])
+        for tp, part in batch.items()])
+
+
+def test_a_refused_proposal_is_sent_again_and_then_applied():
+    manager, clock, sent = manager_answering([ControllerRefused("NOT_CONTROLLER"), accepted])
+    p = FakePartition("t", 0)
+    assert manager.submit(p, [0, 1, 2])
+    clock.advance(0)
+    assert len(sent) == 1 and p.isr == [0, 1]
+    clock.advance(RETRY_BACKOFF_S)
+    assert sent[1] == {("t", 0): [0, 1, 2]}
+    assert p.isr == [0, 1, 2] and p.pending_isr is None and p.zk_version == 8
+
+
+def test_a_proposal_withdrawn_by_leader_and_isr_is_not_sent_again_but_the_others_are():
+    manager, clock, sent = manager_answering([ConnectionError("refused"), accepted])
+    withdrawn, kept = FakePartition("t", 0), FakePartition("t", 1)
+    manager.submit(withdrawn, [0, 1, 2])
+    manager.submit(kept, [0, 1, 2])
+    clock.advance(0)
+    assert set(sent[0]) == {("t", 0), ("t", 1)}
+    withdrawn.pending_isr = None          # a LeaderAndIsr took the partition's state from the controller
+    clock.advance(RETRY_BACKOFF_S)
+    assert sent[1] == {("t", 1): [0, 1, 2]}
+    assert kept.isr == [0, 1, 2] and withdrawn.isr == [0, 1]
+    assert not manager.sending
+
+
+def test_a_resigned_controller_answer_raises_a_named_refusal():
+    """The top-level error of the answer, not a partition's, decides that nothing applied."""
+    clock = task.Clock()
+    server = SimpleNamespace(broker_id=0, reactor=clock)
+    manager = AlterIsrManager(server)
+    answer = AlterIsrResponse(error_code=41)       # NOT_CONTROLLER
+
+    class Conn:
+        closed = defer.Deferred()
+
+        def request(self, request, version):
+            return defer.succeed(answer)
+
+    manager.conn, manager.conn_to = Conn(), 5
+    server.metadata_cache = SimpleNamespace(controller_id=5, brokers={5: SimpleNamespace(endpoint=lambda name: object())})
+    server.config = SimpleNamespace(inter_broker_listener_name="PLAINTEXT", get=lambda key: 30000)
+    server.broker_epoch = 1
+    p = FakePartition("t", 0)
+    p.pending_isr = [0, 1, 2]
+    failures = []
+    defer.ensureDeferred(manager._send({p.tp: p})).addErrback(failures.append)
+    assert failures and failures[0].check(ControllerRefused) and "NOT_CONTROLLER" in str(failures[0].value)
