@@ -16,4 +16,4 @@ bash scripts/setup.sh --test
 if [ $# -eq 0 ]; then
     set -- tests
 fi
-exec "$PYTHON" -m pytest -q -m 'not bench' "$@"
+exec "$PYTHON" -m pytest -q --durations=25 -m 'not bench' "$@"

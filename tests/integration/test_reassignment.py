@@ -41,14 +41,27 @@ def run_tool(*args: str, timeout: float = 90) -> subprocess.CompletedProcess:
 
 
 @contextlib.contextmanager
-def cluster_of(zk_connect: str, size: int = 3, per_broker: dict[int, dict[str, str]] | None = None
-               ) -> Iterator[Cluster]:
+def cluster_of(zk_connect: str, size: int = 3, per_broker: dict[int, dict[str, str]] | None = None,
+               controller: int | None = None) -> Iterator[Cluster]:
+    """A cluster of `size` brokers; `controller`, when given, is started (and has won the
+    election) before the others start."""
     base = scratch_dir("reassign")
     cluster = Cluster(zk_connect, base, size)
     for broker_id, overrides in (per_broker or {}).items():
         cluster.brokers[broker_id].overrides.update(overrides)
     try:
-        cluster.start()
+        if controller is not None:
+            cluster.broker(controller).start().wait_ready(60)
+            view = ZooKeeperView(zk_connect)
+            try:
+                wait_until(lambda: view.controller() == controller, 30, f"broker {controller} as controller")
+            finally:
+                view.close()
+        for broker in cluster.brokers:
+            if broker.proc is None:
+                broker.start()
+        for broker in cluster.brokers:
+            broker.wait_ready(60)
         yield cluster
     finally:
         for broker in cluster.brokers:
@@ -409,8 +422,9 @@ def test_a_reassignment_survives_controller_failover_and_a_broker_restart(zk_chr
     killed with -9; a new controller resumes from the topic znode once the target thaws.
     The killed broker then comes back and is given the partition again."""
     short, long_ = {"zookeeper.session.timeout.ms": "6000"}, {"zookeeper.session.timeout.ms": "30000"}
-    # Broker 0 starts first and becomes controller; broker 2 (the target) outlives a long freeze.
-    with cluster_of(zk_chroot, 3, {0: short, 1: short, 2: long_}) as c:
+    # Broker 0 starts first and becomes controller (killed, its session ends in 6 s); broker 2
+    # (the target) outlives a long freeze.
+    with cluster_of(zk_chroot, 3, {0: short, 1: short, 2: long_}, controller=0) as c:
         view = ZooKeeperView(zk_chroot)
         try:
             wait_until(lambda: view.controller() is not None, 30, "a controller")

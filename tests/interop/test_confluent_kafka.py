@@ -102,7 +102,11 @@ def test_every_acks_setting_delivers_records_intact(strict_broker, admin, topic_
         offsets = sorted(m.offset() for m in records if m.partition() == p)
         assert offsets == list(range(len(offsets)))
 
-    assert stored_codecs(strict_broker.log_dir, topic_name) == {CODEC_IDS[codec]}
+    # librdkafka sends a batch uncompressed when compressing would not make it smaller (a
+    # batch of one or two random binary records, as timing may cut them), and the broker
+    # stores what it was sent; every other batch is stored in the producer's codec.
+    stored = stored_codecs(strict_broker.log_dir, topic_name)
+    assert CODEC_IDS[codec] in stored and stored <= {0, CODEC_IDS[codec]}, stored
 
 
 def describe(admin: AdminClient, topic: str) -> dict:
