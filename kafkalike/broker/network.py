@@ -33,6 +33,7 @@ from twisted.internet import defer, protocol
 from twisted.internet.interfaces import IHandshakeListener
 from zope.interface import implementer
 
+from kafkalike.broker import request_log
 from kafkalike.common.framing import SizePrefixedReceiver
 from kafkalike.broker.registry import HANDLERS, BrokerServices, RequestContext
 from kafkalike.broker.security.authenticator import SaslServerAuthenticator, zookeeper_credentials
@@ -43,6 +44,9 @@ from kafkalike.protocol.api import decode_request_header, encode_response, size_
 from kafkalike.protocol.errors import ErrorCode, ProtocolDecodeError
 
 log = logging.getLogger("kafka.network.Processor")
+# Kafka's request log (request_log.py): off unless this logger is at DEBUG.
+REQUEST_LOGGER = request_log.REQUEST_LOGGER
+DEBUG = logging.DEBUG
 API_VERSIONS = 18
 SASL_HANDSHAKE = 17
 QUEUE_PAUSE = 16
@@ -60,7 +64,7 @@ class _InFlight:
     """One request handled and not yet answered, with its times (Kafka's request metrics)."""
 
     __slots__ = ("ctx", "version", "received", "started", "handled", "follower", "parked", "ready",
-                 "response", "ready_at")
+                 "response", "ready_at", "log")
 
     def __init__(self, received: float):
         self.received = received
@@ -71,6 +75,7 @@ class _InFlight:
         self.parked = False       # appended; only waits for the high watermark
         self.ready = False
         self.response = None
+        self.log = None           # the request log's entry, only while kafka.request.logger is at DEBUG
 
 
 @implementer(IHandshakeListener)
@@ -93,6 +98,8 @@ class KafkaConnection(SizePrefixedReceiver):
         self._paused = False
         self._muted = 0           # throttles in force (client quotas, KIP-219)
         self.peer = "?"
+        self.connection_id = ""
+        self.client_information: tuple[str, str] | None = None   # from ApiVersions (KIP-511)
 
     @property
     def MAX_LENGTH(self) -> int:  # noqa: N802 (the framing's name)
@@ -112,6 +119,7 @@ class KafkaConnection(SizePrefixedReceiver):
                 pass
         peer = self.transport.getPeer()
         self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
+        self.connection_id = request_log.connection_id(self.transport)
         self.connections.add(self)
         if self.security is not None and self.security.sasl:
             credentials = self.security.credentials or zookeeper_credentials(self.services.zk)
@@ -227,14 +235,14 @@ class KafkaConnection(SizePrefixedReceiver):
         throttle_ms = 0 if quotas is None else quotas.on_response(ctx, response, slot.handled - slot.started,
                                                                   slot.follower)
         if response is None or self.transport is None:
-            self._record(slot, slot.ready_at)
+            self._record(slot, slot.ready_at, throttle_ms, slot.ready_at)
             self._mute(throttle_ms)
             return  # acks=0 produce: Kafka sends nothing back
         encoding = time.monotonic()
         chunks = encode_response(ctx.api_key, slot.version, ctx.correlation_id, response)
         self.transport.writeSequence(size_prefixed(chunks))
         sent = time.monotonic()
-        self._record(slot, sent)
+        self._record(slot, sent, throttle_ms, encoding)
         if quotas is not None:
             quotas.on_sent(ctx, response, sent - encoding, slot.follower)
         self._mute(throttle_ms)
@@ -286,6 +294,8 @@ class KafkaConnection(SizePrefixedReceiver):
         ctx.request_size = len(frame)
         if not reg.min_version <= version <= reg.max_version:
             if api_key == API_VERSIONS:
+                if REQUEST_LOGGER.isEnabledFor(DEBUG):
+                    slot.log = request_log.request_entry(self, ctx, None)
                 return self._send_result(slot, ctx, reg.handle(ctx, None), 0)
             if not reg.spec.request.SCHEMA.valid_range[0] <= version <= reg.spec.request.SCHEMA.valid_range[1]:
                 log.warning("Closing connection from %s: %s v%d is not a known version",
@@ -300,6 +310,10 @@ class KafkaConnection(SizePrefixedReceiver):
                         self.peer, reg.spec.name, version, exc)
             self.transport.abortConnection()
             return self._complete(None, slot)
+        if api_key == API_VERSIONS:
+            self.client_information = request_log.client_information(request, version) or self.client_information
+        if REQUEST_LOGGER.isEnabledFor(DEBUG):
+            slot.log = request_log.request_entry(self, ctx, request)     # before a handler consumes it
         if not reg.min_version <= version <= reg.max_version:
             return self._send_result(slot, ctx, reg.error_response(request, version, ErrorCode.UNSUPPORTED_VERSION),
                                      version)
@@ -358,11 +372,15 @@ class KafkaConnection(SizePrefixedReceiver):
             return
         self._complete(result, slot)
 
-    def _record(self, slot: _InFlight, sent: float) -> None:
-        """Kafka's request metrics, from the times kept with each request."""
+    def _record(self, slot: _InFlight, sent: float, throttle_ms: int, dequeued: float) -> None:
+        """Kafka's request metrics, and its request log line, from the times kept with each request."""
         ctx = slot.ctx
         self.services.request_metrics.record(ctx.api_key, slot.version, ctx.api_key == 1 and slot.follower,
                                              slot.received, slot.started, slot.handled, slot.ready_at, sent)
+        if slot.log is not None:
+            request_log.log_completed(self, slot.log, ctx, slot.response, slot.version,
+                                      (slot.received, slot.started, slot.handled, slot.ready_at, dequeued, sent),
+                                      throttle_ms)
 
     def _failed(self, failure, ctx: RequestContext) -> None:
         log.error("Error answering api key %d from %s: %s", ctx.api_key, self.peer,
