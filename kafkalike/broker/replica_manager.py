@@ -451,6 +451,10 @@ class ReplicaManager:
                     continue
                 try:
                     part = self.get_or_create_partition(tp, getattr(s, "is_new", False))
+                    # Kafka's makeLeaders: only a newly made leader is reported, so a leader
+                    # epoch bump (an ISR shrink by the controller) never makes a coordinator
+                    # reload a partition it serves, dropping the work it has in flight.
+                    was_leader = part.is_leader
                     if s.leader == self.broker_id:
                         ok = part.make_leader(s, now)
                         role = "leader"
@@ -464,7 +468,7 @@ class ReplicaManager:
                     if not ok:
                         outcome[tp] = ErrorCode.STALE_CONTROLLER_EPOCH
                         continue
-                    if self.on_leadership_change is not None:
+                    if self.on_leadership_change is not None and not (role == "leader" and was_leader):
                         self.on_leadership_change(topic, s.partition_index, role == "leader", s.leader_epoch)
                     state_log.info("[Broker id=%d] Handled LeaderAndIsr request correlationId %d from "
                                    "controller %d epoch %d: %s-%d is now %s with leader epoch %d, isr %s",
