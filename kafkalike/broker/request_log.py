@@ -163,7 +163,8 @@ def header_json(ctx: RequestContext) -> dict[str, Any]:
 
 def connection_id(transport: Any) -> str:
     """Kafka's ConnectionId: `localHost:localPort-remoteHost:remotePort-index`."""
-    local, peer = transport.getHost(), transport.getPeer()
+    get_host, get_peer = getattr(transport, "getHost", None), getattr(transport, "getPeer", None)
+    local, peer = (get_host() if get_host else None), (get_peer() if get_peer else None)
     return (f"{getattr(local, 'host', '?')}:{getattr(local, 'port', '?')}-"
             f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}-{next(_connection_index)}")
 
