@@ -213,13 +213,19 @@ def log_completed(connection: Any, entry: dict[str, Any], ctx: RequestContext, r
                   version: int, times: tuple[float, float, float, float, float, float], throttle_ms: int) -> None:
     """Write the line: `times` are (received, started, handled, ready, dequeued, sent) in
     seconds; dequeued is when the listener took the answer to write it."""
-    received, started, handled, ready, dequeued, sent = times
     try:
-        response_node: Any = "" if response is None else message_json(response, version)
-    except Exception:  # noqa: BLE001
-        REQUEST_LOGGER.warning("Could not write the %s response as JSON for the request log",
+        line = _completed_line(connection, entry, ctx, response, version, times, throttle_ms)
+    except Exception:  # noqa: BLE001 - the log must never fail an answer
+        REQUEST_LOGGER.warning("Could not write the %s answer as JSON for the request log",
                                api_key_name(ctx.api_key), exc_info=True)
-        response_node = ""
+        return
+    REQUEST_LOGGER.debug("Completed request:%s", line)
+
+
+def _completed_line(connection: Any, entry: dict[str, Any], ctx: RequestContext, response: MessageData | None,
+                    version: int, times: tuple[float, float, float, float, float, float], throttle_ms: int) -> str:
+    received, started, handled, ready, dequeued, sent = times
+    response_node: Any = "" if response is None else message_json(response, version)
     security = getattr(connection, "security", None)
     factory = getattr(connection, "factory", None)
     software = getattr(connection, "client_information", None) or (UNKNOWN, UNKNOWN)
@@ -236,4 +242,4 @@ def log_completed(connection: Any, entry: dict[str, Any], ctx: RequestContext, r
     entry["principal"] = ctx.principal
     entry["listener"] = security.name if security is not None else getattr(factory, "listener_name", "PLAINTEXT")
     entry["clientInformation"] = {"softwareName": software[0], "softwareVersion": software[1]}
-    REQUEST_LOGGER.debug("Completed request:%s", json.dumps(entry, separators=(",", ":"), ensure_ascii=False))
+    return json.dumps(entry, separators=(",", ":"), ensure_ascii=False, default=str)

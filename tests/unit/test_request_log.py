@@ -267,3 +267,20 @@ def _ctx(api_key: int, version: int):
     from kafkalike.broker.registry import RequestContext
     from tests.unit.broker_fakes import services
     return RequestContext(api_key, version, 1, "c", "127.0.0.1", services())
+
+
+def test_a_conversion_that_fails_never_fails_the_request(request_lines, produce_handler, monkeypatch):
+    request_log.REQUEST_LOGGER.setLevel(logging.DEBUG)
+    real = request_log.message_json
+
+    def fails_on_responses(message, version):
+        if type(message).SCHEMA.type == "response":
+            raise TypeError("unexpected value")
+        return real(message, version)
+    monkeypatch.setattr(request_log, "message_json", fails_on_responses)
+    conn, transport = connect()
+    conn.dataReceived(frame(0, 8, 2, produce_request()))
+    conn.dataReceived(frame(3, 9, 3, MetadataRequest(topics=[])))
+    assert transport.value() and not transport.disconnecting
+    assert len(request_lines.lines) == 2
+    assert all(line.startswith("Could not write the ") for line in request_lines.lines)
