@@ -582,3 +582,57 @@ def route_twisted_logging(beginner: LogBeginner | None = None) -> TwistedToLoggi
     observer = TwistedToLogging()
     (beginner or globalLogBeginner).beginLoggingTo([observer], redirectStandardIO=False)
     return observer
+
+
+# ---------------------------------------------------------------------------------- levels at run time
+
+# Kafka's Log4jController and LogLevelConfig, behind DescribeConfigs/IncrementalAlterConfigs
+# on BROKER_LOGGER resources (kafka-configs.sh --entity-type broker-loggers): an operator
+# turns a logger up on a live broker, e.g. kafka.request.logger to DEBUG for the request log.
+ROOT_LOGGER = "root"
+VALID_LOG_LEVELS = ("FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE")
+_LEVEL_NAMES = {value: name for name, value in LEVELS.items()}
+
+
+def level_name(level: int) -> str:
+    """log4j's name for a level (WARN, FATAL, TRACE)."""
+    return _LEVEL_NAMES.get(level) or logging.getLevelName(level)
+
+
+def _existing(name: str) -> logging.Logger | None:
+    if name == ROOT_LOGGER:
+        return logging.getLogger()
+    found = logging.Logger.manager.loggerDict.get(name)
+    return found if isinstance(found, logging.Logger) else None
+
+
+def logger_exists(name: str) -> bool:
+    """log4j's LogManager.exists: a logger the broker has made (or the root)."""
+    return _existing(name) is not None
+
+
+def current_loggers() -> dict[str, str]:
+    """Log4jController.loggers: every logger the broker has made with its level, a logger
+    without one given its nearest ancestor's."""
+    levels = {ROOT_LOGGER: level_name(logging.getLogger().level)}
+    for name, logger in sorted(logging.Logger.manager.loggerDict.items()):
+        if isinstance(logger, logging.Logger):
+            levels[name] = level_name(logger.getEffectiveLevel())
+    return levels
+
+
+def set_logger_level(name: str, level: str | None) -> bool:
+    """Log4jController.logLevel (or, with None, unsetLogLevel: the logger follows its
+    ancestors again). Loggers that speak under a Kafka name (KAFKA_LOGGER_NAMES) follow
+    that name's new level. False for a logger that does not exist."""
+    logger = _existing(name)
+    if logger is None or not name.strip():
+        return False
+    if level is None:
+        logger.setLevel(logging.NOTSET)
+    else:
+        logger.setLevel(LEVELS.get(level.strip().upper(), logging.DEBUG))
+    for source, target in KAFKA_LOGGER_NAMES.items():
+        if target == name or target.startswith(name + ".") or name == ROOT_LOGGER:
+            logging.getLogger(source).setLevel(logging.getLogger(target).getEffectiveLevel())
+    return True

@@ -2,11 +2,14 @@
 sets `log4j.logger.kafka.request.logger=DEBUG, requestAppender` finds one
 `Completed request:{json}` line per request the client made, naming the client's software
 and without the records' bytes; a SASL/PLAIN login leaves no line and no password, and the
-requests after it name the user; with the stock file the log stays empty."""
+requests after it name the user; with the stock file the log stays empty until
+`kafka-configs.sh --entity-type broker-loggers` turns the logger to DEBUG on the live
+broker, and is quiet again once that is deleted."""
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -135,3 +138,23 @@ def test_request_log_at_debug_names_every_request_and_is_empty_by_default(two_br
     # Kafka's stock log4j.properties: the file is there, and empty.
     stock_log = default.app_log_dir / "kafka-request.log"
     assert stock_log.exists() and stock_log.read_text() == ""
+
+    # Turned on and off on the live broker, as Kafka's operators do.
+    configs = [str(REPO / "bin" / "kafka-configs.sh"), "--bootstrap-server", default.bootstrap,
+               "--entity-type", "broker-loggers", "--entity-name", "0"]
+    run = subprocess.run([*configs, "--alter", "--add-config", "kafka.request.logger=DEBUG"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "Completed updating config for broker-logger 0." in run.stdout
+    run = subprocess.run([*configs, "--describe"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "kafka.request.logger=DEBUG sensitive=false synonyms={}" in run.stdout, run
+    produce_and_fetch(default.bootstrap, topic, marker)
+    live = request_lines(stock_log)
+    assert {"PRODUCE", "FETCH"} <= {line["requestHeader"]["requestApiKeyName"] for line in live}
+    assert marker.decode() not in stock_log.read_text()
+    run = subprocess.run([*configs, "--alter", "--delete-config", "kafka.request.logger"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    count = len(request_lines(stock_log))
+    produce_and_fetch(default.bootstrap, topic, marker)
+    assert len(request_lines(stock_log)) == count        # back to its ancestors' INFO

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from kafkalike.broker import topic_configs
+from kafkalike.broker import broker_loggers, topic_configs
 from kafkalike.broker.admin_manager import AdminError
 from kafkalike.broker.config import BROKER_CONFIG, ConfigType
 from kafkalike.broker.dynamic_config import describe_broker_entries, describe_default_entries
@@ -87,6 +87,10 @@ async def _describe_configs(ctx: RequestContext, request: DescribeConfigsRequest
                 default = _broker_resource(ctx, res.resource_name)
                 described = describe_default_entries(ctx.config) if default else describe_broker_entries(ctx.config)
                 entries = [_broker_entry(e, ctx.version, request) for e in described]
+            elif res.resource_type == ResourceType.BROKER_LOGGER:
+                entries = [_Entry(name=name, value=level, read_only=False, is_default=False,
+                                  config_source=int(ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG), is_sensitive=False)
+                           for name, level in broker_loggers.describe(ctx.broker_id, res.resource_name, wanted)]
             else:
                 raise AdminError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {res.resource_type}")
             result.configs = [e for e in entries if wanted is None or e.name in wanted]
@@ -181,6 +185,8 @@ async def _incremental_alter_configs(ctx: RequestContext, request: IncrementalAl
                 await ctx.admin.alter_broker_config(
                     r.resource_name, lambda current: prepare_incremental(ops, current, _broker_key_type),
                     request.validate_only, incremental=True)
+            elif r.resource_type == ResourceType.BROKER_LOGGER:
+                broker_loggers.alter(ctx.broker_id, r.resource_name, ops, request.validate_only)
             else:
                 raise AdminError(ErrorCode.INVALID_REQUEST, "AlterConfigs is only supported for topics and brokers, "
                                                             f"but resource type is {_type_name(r.resource_type)}")
