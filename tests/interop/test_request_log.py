@@ -22,7 +22,7 @@ from kafkalike.lab.zookeeper import free_ports
 from tests.conftest import scratch_dir
 from tests.security_certs import JAAS_PLAIN
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.interop
 
 REPO = Path(__file__).resolve().parents[2]
 PREFIX, SUFFIX = " DEBUG Completed request:", " (kafka.request.logger)"
