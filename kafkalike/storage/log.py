@@ -44,7 +44,10 @@ from kafkalike.storage.retention import (
 )
 from kafkalike.storage.segment import LogSegment, RecordTimestamps, TimestampAndOffset, txn_index_path
 from kafkalike.storage.transaction_index import AbortedTxn
-from kafkalike.storage.validation import AppendOrigin, AppendRules, LogAppendInfo, validate_append
+from kafkalike.storage.validation import (AppendOrigin, AppendRules, LogAppendInfo, validate_append,
+                                          validate_client_batch)
+
+_CLIENT = AppendOrigin.CLIENT
 
 log = logging.getLogger(__name__)
 
@@ -267,9 +270,14 @@ class Log:
             origin = AppendOrigin.CLIENT if assign_offsets else AppendOrigin.REPLICATION
         with self._lock:
             cache = self.leader_epoch_cache
-            info, pieces = validate_append(records, self._rules, self._leo, assign_offsets,
-                                           leader_epoch, origin, now, cache.latest_epoch,
-                                           f"{self.topic_partition[0]}-{self.topic_partition[1]}")
+            checked = (validate_client_batch(records, self._rules, self._leo, leader_epoch, now,
+                                             cache.latest_epoch)
+                       if assign_offsets and origin is _CLIENT else None)
+            if checked is None:
+                checked = validate_append(records, self._rules, self._leo, assign_offsets,
+                                          leader_epoch, origin, now, cache.latest_epoch,
+                                          f"{self.topic_partition[0]}-{self.topic_partition[1]}")
+            info, pieces = checked
             info.log_start_offset = self.log_start_offset
             if info.batch_count == 0:
                 return info

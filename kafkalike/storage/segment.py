@@ -151,11 +151,11 @@ class LogSegment:
             raise KafkaStorageError(
                 f"offset {largest_offset} does not fit segment {self.base_offset} (overflow)")
         try:
-            if len(pieces) == 1:
-                written = os.write(self._fd, pieces[0])
+            if len(pieces) <= _IOV_MAX:
+                written = os.writev(self._fd, pieces)
             else:
                 written = os.writev(self._fd, pieces[:_IOV_MAX])
-                if len(pieces) > _IOV_MAX and written == sum(len(p) for p in pieces[:_IOV_MAX]):
+                if written == sum(len(p) for p in pieces[:_IOV_MAX]):
                     rest = b"".join(pieces[_IOV_MAX:])
                     written += os.write(self._fd, rest)
             if written < total:  # a short write: finish it from one joined buffer

@@ -31,9 +31,15 @@ _LENGTH = struct.Struct(">i")
 # baseOffset, batchLength, partitionLeaderEpoch, magic: the 17 bytes before the CRC; a
 # leader rewrites the first and third, neither of which the CRC covers.
 _PATCH = struct.Struct(">qiib")
+# The same with the CRC after them: the fast path writes the 21 bytes before the part the
+# CRC covers, so one view of the batch serves both the CRC check and the write.
+_PATCHED_HEAD = struct.Struct(">qiibI")
 _ATTRS = struct.Struct(">h")
 _CRC = struct.Struct(">I")
 _MIN_BATCH_LENGTH = batch_header.HEADER_SIZE - LOG_OVERHEAD
+# Batches validate_client_batch leaves to the general loop: control batches (refused from
+# clients) and client-set LogAppendTime (the CRC must be recomputed).
+_UNUSUAL_ATTRIBUTES = CONTROL_MASK | TIMESTAMP_TYPE_MASK
 
 
 class AppendOrigin(enum.Enum):
@@ -126,6 +132,55 @@ def keyless_records(batch: memoryview) -> list[int]:
     from kafkalike.records.batch import decode_batches
     return [i for b in decode_batches(batch, verify_crc=False) for i, r in enumerate(b.records())
             if r.key is None]
+
+
+def validate_client_batch(buf: bytes | bytearray | memoryview, rules: AppendRules, next_offset: int,
+                          leader_epoch: int | None, now_ms: int,
+                          latest_epoch: int | None = None) -> tuple[LogAppendInfo, list] | None:
+    """`validate_append` for the usual produce: one whole batch from a client, to a leader.
+
+    A partition's produce data is nearly always a single CreateTime batch, and at 16 KiB
+    the generic loop's bookkeeping costs as much as the CRC, so this does the same checks
+    (length, size limit, magic, CRC-32C, the client rules, timestamps) with one header
+    unpack and returns the same (info, pieces). It never raises: for anything it does not
+    handle (several or torn batches, LogAppendTime, a client-set LogAppendTime bit,
+    control batches, compacted topics) or any check that fails it returns None, and the
+    caller runs `validate_append`, which then refuses the batch with its own error.
+    """
+    n = len(buf)
+    if n < HEADER_SIZE or rules.log_append_time or rules.compacted:
+        return None
+    (base, length, epoch, magic, crc, attributes, delta, first_ts, max_ts, producer_id,
+     producer_epoch, base_sequence, count) = HEADER_STRUCT.unpack_from(buf)
+    if (length + LOG_OVERHEAD != n or n > rules.max_message_bytes or magic != 2 or base
+            or count <= 0 or count != delta + 1 or attributes & _UNUSUAL_ATTRIBUTES
+            or (producer_id >= 0 and base_sequence < 0)):
+        return None
+    limit = rules.timestamp_limit_ms
+    if limit is not None and ((first_ts != NO_TIMESTAMP and abs(first_ts - now_ms) > limit)
+                              or (max_ts != NO_TIMESTAMP and abs(max_ts - now_ms) > limit)):
+        return None
+    covered = memoryview(buf)[ATTRIBUTES:]  # what the CRC covers, and what goes to the file as is
+    if crc32c(covered) != crc:
+        return None
+    if leader_epoch is not None:
+        epoch = leader_epoch
+    last = next_offset + delta
+    producer_batches = [] if producer_id < 0 else [ProducerBatch(
+        producer_id, producer_epoch, base_sequence, last_sequence(base_sequence, delta), next_offset,
+        last, max_ts, False, bool(attributes & TRANSACTIONAL_MASK))]
+    if epoch < 0:
+        epoch_starts, last_epoch = [], None
+    else:
+        epoch_starts = [] if epoch == latest_epoch else [(epoch, next_offset)]
+        last_epoch = epoch
+    if max_ts < 0:  # as the loop's running maximum, which starts at -1
+        max_ts = offset_of_max = -1
+    else:
+        offset_of_max = last
+    return (LogAppendInfo(next_offset, last, max_ts, offset_of_max, -1, 0, n, 1, count,
+                          last_epoch, epoch_starts, producer_batches),
+            [_PATCHED_HEAD.pack(next_offset, length, epoch, 2, crc), covered])
 
 
 def validate_append(buf: bytes | bytearray | memoryview, rules: AppendRules, next_offset: int, assign_offsets: bool,
