@@ -435,14 +435,16 @@ def produce_confluent(bootstrap: str, topic: str, records: int, value: bytes, *,
 
 
 def produce_kcat(bootstrap: str, topic: str, lines: Path, *, acks: str | int, batch_size: int, linger_ms: int,
-                 broker_pids: Sequence[int] = (), partition: int | None = 0) -> Timed:
+                 broker_pids: Sequence[int] = (), partition: int | None = 0,
+                 extra: dict[str, str] | None = None) -> Timed:
     """kcat -P -l: librdkafka with no Python in the loop, the same settings, from a file of
     values (to partition 0, or with partition=None spread by the partitioner); the time
-    includes starting kcat (about 20-50 ms)."""
+    includes starting kcat (about 20-50 ms). `extra` adds librdkafka settings (-X)."""
     command = ["kcat", "-P", "-t", topic, "-p", str(-1 if partition is None else partition), "-b", bootstrap,
                "-X", f"batch.size={batch_size}", "-X", f"linger.ms={linger_ms}",
                "-X", f"acks={acks}", "-X", "compression.codec=none", "-X", "enable.idempotence=false",
                "-X", "queue.buffering.max.messages=1000000", "-X", "queue.buffering.max.kbytes=1048576",
+               *[word for key, value in (extra or {}).items() for word in ("-X", f"{key}={value}")],
                "-l", str(lines)]
     broker0, client0 = _cpu(broker_pids), children_cpu()
     start = time.perf_counter()
