@@ -18,7 +18,6 @@ from kafkalike.broker.alter_isr import AlterIsrManager
 from kafkalike.broker.metadata_cache import BrokerInfo, Endpoint
 from kafkalike.broker.partition import Partition
 from kafkalike.broker.replica_fetcher import FetchState, ReplicaFetcher
-from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.alter_isr import AlterIsrResponse
 from kafkalike.protocol.messages.fetch import FetchResponse
 
@@ -85,14 +84,23 @@ def alter_isr_manager(monkeypatch, clock: Clock) -> tuple[AlterIsrManager, FakeC
     server = SimpleNamespace(
         broker_id=0, broker_epoch=7, reactor=clock, shutting_down=False,
         config=SimpleNamespace(inter_broker_listener_name="PLAINTEXT", get=ALTER_ISR_CONFIG.__getitem__),
-        metadata_cache=SimpleNamespace(controller_id=1, brokers={1: controller}))
+        metadata_cache=SimpleNamespace(controller_id=1, brokers={1: controller}),
+        replica_manager=SimpleNamespace(produce_purgatory=SimpleNamespace(check_and_complete=lambda tp: None),
+                                        stats=SimpleNamespace(isr_changed=lambda old, new: None)))
     return AlterIsrManager(server), connector
+
+
+def leader_without_log(isr: list[int], replicas: list[int]) -> Partition:
+    """A leader whose accepted ISR changes nothing else (it has no log to move a high watermark in)."""
+    part = Partition("t", 0, 0, leader_id=0, leader_epoch=3, isr=isr, replicas=replicas)
+    part.maybe_increment_high_watermark = lambda: False
+    return part
 
 
 def test_an_unanswered_alter_isr_is_proposed_again_after_the_controller_socket_timeout(monkeypatch):
     clock = Clock()
     manager, connector = alter_isr_manager(monkeypatch, clock)
-    part = Partition("t", 0, 0, leader_id=0, leader_epoch=3, isr=[0], replicas=[0, 1])
+    part = leader_without_log([0], [0, 1])
     assert manager.submit(part, [0, 1])
     clock.advance(0)
     [first] = connector.made
@@ -111,27 +119,22 @@ def test_an_unanswered_alter_isr_is_proposed_again_after_the_controller_socket_t
 
 
 def test_alter_isr_reconnects_after_the_controller_closed_its_idle_connection(monkeypatch):
-    connector = FakeConnector()
-    monkeypatch.setattr(alter_isr_module.outbound, "connect", connector)
     clock = Clock()
-    controller = BrokerInfo(1, (Endpoint("PLAINTEXT", "127.0.0.1", 9093),))
-    server = SimpleNamespace(
-        broker_id=0, broker_epoch=7, reactor=clock, shutting_down=False,
-        config=SimpleNamespace(inter_broker_listener_name="PLAINTEXT", get=ALTER_ISR_CONFIG.__getitem__),
-        metadata_cache=SimpleNamespace(controller_id=1, brokers={1: controller}))
-    manager = AlterIsrManager(server)
-    part = Partition("t", 0, 0, leader_id=0, leader_epoch=3, isr=[0, 1], replicas=[0, 1, 2])
+    manager, connector = alter_isr_manager(monkeypatch, clock)
+    part = leader_without_log([0, 1], [0, 1, 2])
 
     assert manager.submit(part, [0, 1, 2])
     clock.advance(0)
     [first] = connector.made
     [(request, answer)] = first.requests
     assert list(request.topics[0].partitions[0].new_isr) == [0, 1, 2]
-    answer.callback(AlterIsrResponse(error_code=int(ErrorCode.NOT_CONTROLLER)))
-    assert part.pending_isr is None and not manager.sending
+    answer.callback(AlterIsrResponse(topics=[AlterIsrResponse.TopicData(name="t", partitions=[
+        AlterIsrResponse.PartitionData(partition_index=0, leader_id=0, leader_epoch=3, isr=[0, 1, 2],
+                                       current_isr_version=1)])]))
+    assert part.pending_isr is None and part.isr == [0, 1, 2] and not manager.sending
     first.closed.callback(None)                # the controller restarted on the same address
 
-    assert manager.submit(part, [0, 1, 2])
+    assert manager.submit(part, [0, 1])
     clock.advance(0)
     assert len(connector.made) == 2, "AlterIsr was written to the connection the controller had closed"
     assert len(connector.made[1].requests) == 1
