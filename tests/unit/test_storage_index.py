@@ -110,3 +110,30 @@ def test_time_index_truncation_and_sanity(shm_path):
     index.sanity_check(upper_offset=21)
     with pytest.raises(CorruptIndexError):
         index.sanity_check(upper_offset=20)
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_an_index_keeps_only_its_mappings_descriptor_through_resize_reset_and_flush(shm_path):
+    """Two descriptors per index (ours and the mapping's) made a segment cost five; a
+    broker with 10,000 partitions ran out under a 20,000 open-files limit."""
+    before = open_descriptors()
+    indexes = [OffsetIndex(str(shm_path / f"{i}.index"), 0, 8 * 100) for i in range(10)]
+    assert open_descriptors() - before == 10
+    first = indexes[0]
+    first.append(5, 100)
+    first.flush()
+    first.trim_to_valid_size()
+    assert os.path.getsize(first.path) == 8 and first.lookup(9) == OffsetPosition(5, 100)
+    first.resize(8 * 50)
+    first.append(7, 200)
+    fd = first.dup_fd()
+    os.close(fd)
+    assert open_descriptors() - before == 10
+    first.reset()
+    assert first.entries == 0 and os.path.getsize(first.path) == 8 * 100
+    for index in indexes:
+        index.close()
+    assert open_descriptors() == before
