@@ -27,6 +27,7 @@ SCRATCH_ROOT = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.
 TIER_OF_DIRECTORY = {"integration": "integration", "interop": "interop", "fault": "fault", "bench": "bench"}
 
 
+@pytest.hookimpl(tryfirst=True)   # before xdist reads the groups (its hook names them in node ids)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     tests_dir = Path(__file__).resolve().parent
     for item in items:
@@ -37,6 +38,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         marker = TIER_OF_DIRECTORY.get(tier)
         if marker is not None and item.get_closest_marker(marker) is None:
             item.add_marker(getattr(pytest.mark, marker))
+        item.add_marker(pytest.mark.xdist_group(worker_group(item)))
+
+
+def worker_group(item: pytest.Item) -> str:
+    """Which tests share a worker when scripts/test.sh spreads the run over pytest-xdist
+    workers (--dist loadgroup): a module stays on one worker, so its module-scoped
+    cluster starts once; every Spark test shares one worker, so the run holds one
+    SparkSession; the labs share one, so no two labs look for free port blocks or
+    namespaces at the same time."""
+    if item.get_closest_marker("spark") is not None:
+        return "spark"
+    if Path(item.path).name.startswith("test_lab"):
+        return "lab"
+    return item.nodeid.split("::", 1)[0]
 
 
 def scratch_dir(prefix: str) -> Path:

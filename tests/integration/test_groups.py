@@ -185,7 +185,10 @@ def test_offset_commit_v0_uses_zookeeper_like_kafka_2_8(cluster, kazoo_client):
     create_topic(cluster, "old-client-topic", 1)
     conn = connect(cluster.brokers[0])
     try:
-        assert commit(conn, "old-group", "", -1, "old-client-topic", {0: 42}, version=0) == {0: 0}
+        # CreateTopics answers once the broker that served it knows the topic; broker 0
+        # may learn of it an UpdateMetadata later (UNKNOWN_TOPIC_OR_PARTITION meanwhile).
+        assert wait_for(lambda: commit(conn, "old-group", "", -1, "old-client-topic", {0: 42}, version=0),
+                        lambda r: r != {0: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}) == {0: 0}
         data, _ = kazoo_client.get("/consumers/old-group/offsets/old-client-topic/0")
         assert data == b"42"
         v0 = fetch_offsets(conn, "old-group", "old-client-topic", [0], version=0)
