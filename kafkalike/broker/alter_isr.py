@@ -4,8 +4,9 @@ Proposals are batched per reactor turn and sent over one connection to the curre
 controller; one proposal per partition may be in flight. A request unanswered after
 controller.socket.timeout.ms is sent again, over a new connection to whoever is
 controller then. The controller answers with
-the state it wrote (ISR and new zkVersion); an error leaves the partition as it was
-until the next LeaderAndIsr, as Kafka's AlterIsrManager does.
+the state it wrote (ISR and new zkVersion); a partition's error leaves it as it was
+until the next LeaderAndIsr, and a refusal of the whole request is sent again, as
+Kafka's AlterIsrManager does.
 """
 from __future__ import annotations
 
