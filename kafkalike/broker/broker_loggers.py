@@ -13,12 +13,12 @@ from typing import Iterable
 
 from kafkalike.broker import logs
 from kafkalike.broker.admin_manager import AdminError
+from kafkalike.common.resources import AlterConfigOpType
 from kafkalike.protocol.errors import ErrorCode
 
 log = logging.getLogger("kafka.server.ZkAdminManager")
 
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-_OP_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+Op = AlterConfigOpType
 
 
 def _broker_id(name: str) -> int:
@@ -49,26 +49,26 @@ def alter(broker_id: int, resource_name: str, ops: Iterable[tuple[str, int, str 
                          f"Unexpected broker id, expected {broker_id}, but received {resource_name}")
     resource = f"ConfigResource(type=BROKER_LOGGER, name='{resource_name}')"
     for name, op, value in ops:
-        if op in (APPEND, SUBTRACT):
+        if op in (Op.APPEND, Op.SUBTRACT):
             raise AdminError(ErrorCode.INVALID_REQUEST,
-                             f"{_OP_NAMES[op]} operation is not allowed for the BROKER_LOGGER resource")
-        if op not in (SET, DELETE):
+                             f"{Op(op).name} operation is not allowed for the BROKER_LOGGER resource")
+        if op not in (Op.SET, Op.DELETE):
             raise AdminError(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op}")
         if not logs.logger_exists(name):
             raise AdminError(ErrorCode.INVALID_REQUEST,
                              f"Invalid config value for resource {resource}: Logger {name} does not exist!")
-        if op == SET and value not in logs.VALID_LOG_LEVELS:
+        if op == Op.SET and value not in logs.VALID_LOG_LEVELS:
             raise AdminError(ErrorCode.INVALID_REQUEST,
                              f"Invalid config value for resource {resource}: Cannot set the log level of {name} "
                              f"to {value} as it is not a supported log level. Valid log levels are "
                              f"{', '.join(logs.VALID_LOG_LEVELS)}")
-        if op == DELETE and name == logs.ROOT_LOGGER:
+        if op == Op.DELETE and name == logs.ROOT_LOGGER:
             raise AdminError(ErrorCode.INVALID_REQUEST,
                              f"Removing the log level of the {logs.ROOT_LOGGER} logger is not allowed")
     if validate_only:
         return
     for name, op, value in ops:
-        if op == SET:
+        if op == Op.SET:
             log.info("Updating the log level of %s to %s", name, value)
             logs.set_logger_level(name, value)
         else:

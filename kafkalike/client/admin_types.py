@@ -8,17 +8,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Mapping, Sequence
 
-from kafkalike.common.resources import ConfigSource, ConfigSynonym, ResourceType
-
-
-class AlterConfigOpType(IntEnum):
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
+from kafkalike.common.resources import AlterConfigOpType, ConfigSource, ConfigSynonym, ResourceType
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,15 @@ class ResourceType(IntEnum):
     BROKER_LOGGER = 8
 
 
+class AlterConfigOpType(IntEnum):
+    """IncrementalAlterConfigs' operation on one key, with its wire code."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
 class ConfigSource(IntEnum):
     """Where a value came from, with DescribeConfigs' wire codes.
 

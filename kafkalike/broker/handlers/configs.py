@@ -20,7 +20,7 @@ from kafkalike.broker.config import BROKER_CONFIG, ConfigType
 from kafkalike.broker.dynamic_config import describe_broker_entries, describe_default_entries
 from kafkalike.broker.authorizer.service import TOPIC, Op
 from kafkalike.broker.registry import RequestContext, handler
-from kafkalike.common.resources import ConfigSource, ResourceType
+from kafkalike.common.resources import AlterConfigOpType, ConfigSource, ResourceType
 from kafkalike.protocol.errors import ErrorCode, default_message
 from kafkalike.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from kafkalike.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
@@ -32,8 +32,9 @@ _Result = DescribeConfigsResponse.DescribeConfigsResult
 _Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 _Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+SET, DELETE, APPEND, SUBTRACT = (AlterConfigOpType.SET, AlterConfigOpType.DELETE, AlterConfigOpType.APPEND,
+                                 AlterConfigOpType.SUBTRACT)
+OP_NAMES = {op: op.name for op in AlterConfigOpType}
 UNEXPECTED = "The server experienced an unexpected error when processing the request."
 
 
