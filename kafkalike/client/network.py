@@ -646,7 +646,10 @@ class MetadataUpdater:
     def _handle_response(self, response: MessageData | None, error: Exception | None, correlation_id: int) -> None:
         self.in_flight = False
         now = time.monotonic()
-        if error is not None or response is None:
+        if error is not None or response is None or not response.brokers:
+            # A broker that has not yet heard from the controller (just restarted) knows no
+            # brokers; installing its empty answer would leave no node to ask ever again.
+            # Java's DefaultMetadataUpdater ignores such a response the same way.
             self.metadata.failed(now)
             return
         errors = self.metadata.update(response, now)

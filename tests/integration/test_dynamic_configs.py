@@ -152,11 +152,17 @@ def test_new_topic_and_live_log_pick_up_the_default_segment_size(cluster):
         admin.create_topics([NewTopic("before", 1, 1)])
         admin.alter_configs({DEFAULT: {"log.segment.bytes": "1048576", "message.max.bytes": "2000"}})
         admin.create_topics([NewTopic("after", 1, 1)])
-        for name in ("before", "after"):
-            described = entries(admin, ConfigResource(ResourceType.TOPIC, name))
-            assert described["segment.bytes"].value == "1048576"
-            assert described["segment.bytes"].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
-            assert described["max.message.bytes"].value == "2000"
+    # Each broker learns the new default from /config/changes on its own time, so each is
+    # asked (the leader of "before" may not be the broker that took the change).
+    for broker in cluster.brokers:
+        with AdminClient({"bootstrap.servers": broker.bootstrap}) as one:
+            for name in ("before", "after"):
+                topic = ConfigResource(ResourceType.TOPIC, name)
+                wait_until(lambda: entries(one, topic)["max.message.bytes"].value == "2000",
+                           what=f"broker {broker.broker_id} to apply the default to {name}")
+                described = entries(one, topic)
+                assert described["segment.bytes"].value == "1048576"
+                assert described["segment.bytes"].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
     # message.max.bytes is applied to appends: a 3000-byte record is refused now.
     from confluent_kafka import Producer
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "message.max.bytes": 100000})
