@@ -178,8 +178,8 @@ def client_information(request: Any, version: int) -> tuple[str, str] | None:
     name = getattr(request, "client_software_name", "") or ""
     software_version = getattr(request, "client_software_version", "") or ""
     if version >= 3:
-        from kafkalike.broker.handlers.api_versions import _SOFTWARE
-        if not (_SOFTWARE.fullmatch(name) and _SOFTWARE.fullmatch(software_version)):
+        from kafkalike.broker.handlers.api_versions import valid_client_software
+        if not valid_client_software(name, software_version):
             return None
     return name or UNKNOWN, software_version or UNKNOWN
 

@@ -222,63 +222,24 @@ def _block(entries) -> str:
 
 
 class _Admin:
-    """The ACL calls over a broker's ACL APIs."""
+    """The ACL calls over a broker's ACL APIs (the admin client's createAcls and friends)."""
 
     def __init__(self, opts) -> None:
         from kafkalike.cli.log_dirs import admin_config
         from kafkalike.client.admin import AdminClient
         self.client = AdminClient(admin_config(opts, "adminclient-1"))
 
-    def _send(self, request):
-        client = self.client
-        return client._call("acls", lambda deadline: client._send(client._any_connection(deadline), request))
-
     def create(self, bindings: list[AclBinding]) -> None:
-        from kafkalike.protocol.messages.create_acls import CreateAclsRequest
-        response = self._send(CreateAclsRequest(creations=[CreateAclsRequest.AclCreation(
-            resource_type=int(b.pattern.resource_type), resource_name=b.pattern.name,
-            resource_pattern_type=int(b.pattern.pattern_type), principal=b.entry.principal, host=b.entry.host,
-            operation=int(b.entry.operation), permission_type=int(b.entry.permission_type)) for b in bindings]))
-        for r in response.results:
-            _raise(r.error_code, r.error_message)
+        self.client.create_acls(bindings)
 
     def delete(self, filters: list[AclBindingFilter]) -> None:
-        from kafkalike.protocol.messages.delete_acls import DeleteAclsRequest
-        response = self._send(DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(**_wire_filter(f))
-                                                         for f in filters]))
-        for r in response.filter_results:
-            _raise(r.error_code, r.error_message)
+        self.client.delete_acls(filters)
 
     def describe(self, f: AclBindingFilter) -> list[AclBinding]:
-        from kafkalike.protocol.messages.describe_acls import DescribeAclsRequest
-        response = self._send(DescribeAclsRequest(**_wire_filter(f)))
-        _raise(response.error_code, response.error_message)
-        return [AclBinding(ResourcePattern(AclResourceType(r.resource_type), r.resource_name,
-                                           PatternType(r.pattern_type)),
-                           AccessControlEntry(a.principal, a.host, AclOperation(a.operation),
-                                              AclPermissionType(a.permission_type)))
-                for r in response.resources for a in r.acls]
+        return self.client.describe_acls(f)
 
     def close(self) -> None:
         self.client.close()
-
-
-def _wire_filter(f: AclBindingFilter) -> dict:
-    return dict(resource_type_filter=int(f.resource_type), resource_name_filter=f.name,
-                pattern_type_filter=int(f.pattern_type), principal_filter=f.principal, host_filter=f.host,
-                operation=int(f.operation), permission_type=int(f.permission_type))
-
-
-class _Failed(Exception):
-    """An ACL call the broker refused, as the Java admin client's future throws it."""
-
-
-def _raise(code: int, message: str | None) -> None:
-    if code:
-        from kafkalike.protocol.errors import ErrorCode, default_message, java_exception_name
-        error = ErrorCode(code)
-        raise _Failed(f"org.apache.kafka.common.errors.{java_exception_name(error)}: "
-                      f"{message or default_message(error)}")
 
 
 class _ZooKeeper:
@@ -414,7 +375,10 @@ def run(opts, out: TextIO) -> int:
             raise
         except Exception as error:        # the tool's catch-all: the message, then the trace's first line
             from kafkalike.cli.joptions import throwable
-            message = str(error) if isinstance(error, _Failed) else throwable(error)
+            from kafkalike.client.admin import KafkaAdminError
+            # A refusal reads as the Java admin client's future throws it.
+            message = (f"{error.java_class}: {error.message}" if isinstance(error, KafkaAdminError)
+                       else throwable(error))
             out.write(f"Error while executing ACL command: {message}\n"
                       f"java.util.concurrent.ExecutionException: {message}\n")
             return 1

@@ -48,15 +48,20 @@ from kafkalike.client.groups import (
     TopicPartition,
     decode_assignment,
 )
+from kafkalike.common.acls import (AccessControlEntry, AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
+                                   AclResourceType, PatternType, ResourcePattern)
 from kafkalike.common.resources import ConfigSource, ResourceType
 from kafkalike.common.topics import INTERNAL_TOPICS
 from kafkalike.protocol.errors import ErrorCode, default_message, java_exception_name
 from kafkalike.protocol.messages.alter_configs import AlterConfigsRequest
 from kafkalike.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
+from kafkalike.protocol.messages.create_acls import CreateAclsRequest
 from kafkalike.protocol.messages.create_partitions import CreatePartitionsRequest
 from kafkalike.protocol.messages.create_topics import CreateTopicsRequest
+from kafkalike.protocol.messages.delete_acls import DeleteAclsRequest
 from kafkalike.protocol.messages.delete_groups import DeleteGroupsRequest
 from kafkalike.protocol.messages.delete_topics import DeleteTopicsRequest
+from kafkalike.protocol.messages.describe_acls import DescribeAclsRequest
 from kafkalike.protocol.messages.describe_cluster import DescribeClusterRequest
 from kafkalike.protocol.messages.describe_configs import DescribeConfigsRequest
 from kafkalike.protocol.messages.describe_groups import DescribeGroupsRequest
@@ -460,6 +465,48 @@ class AdminClient:
                                                                                     entry.error_message)
                     for entry in response.entries}
         return self._call("alterClientQuotas", attempt)
+
+    # -- ACLs (Java's createAcls, describeAcls, deleteAcls) ----------------------------------
+
+    def create_acls(self, bindings: Sequence[AclBinding]) -> None:
+        """CreateAcls; raises the first binding's refusal (e.g. SECURITY_DISABLED without an authorizer)."""
+        request = CreateAclsRequest(creations=[CreateAclsRequest.AclCreation(
+            resource_type=int(b.pattern.resource_type), resource_name=b.pattern.name,
+            resource_pattern_type=int(b.pattern.pattern_type), principal=b.entry.principal, host=b.entry.host,
+            operation=int(b.entry.operation), permission_type=int(b.entry.permission_type)) for b in bindings])
+
+        def attempt(deadline: float) -> None:
+            for result in self._send(self._any_connection(deadline), request).results:
+                if result.error_code != ErrorCode.NONE:
+                    raise KafkaAdminError(result.error_code, result.error_message)
+        self._call("createAcls", attempt)
+
+    def describe_acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
+        """DescribeAcls: the bindings the filter matches."""
+        request = DescribeAclsRequest(**_acl_filter_fields(acl_filter))
+
+        def attempt(deadline: float) -> list[AclBinding]:
+            response = self._send(self._any_connection(deadline), request)
+            if response.error_code != ErrorCode.NONE:
+                raise KafkaAdminError(response.error_code, response.error_message)
+            return [_acl_binding(r.resource_type, r.resource_name, r.pattern_type, a)
+                    for r in response.resources for a in r.acls]
+        return self._call("describeAcls", attempt)
+
+    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
+        """DeleteAcls: for each filter, the bindings it removed; raises the first refusal."""
+        request = DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(**_acl_filter_fields(f))
+                                             for f in filters])
+
+        def attempt(deadline: float) -> list[list[AclBinding]]:
+            removed = []
+            for result in self._send(self._any_connection(deadline), request).filter_results:
+                if result.error_code != ErrorCode.NONE:
+                    raise KafkaAdminError(result.error_code, result.error_message)
+                removed.append([_acl_binding(m.resource_type, m.resource_name, m.pattern_type, m)
+                                for m in result.matching_acls])
+            return removed
+        return self._call("deleteAcls", attempt)
 
     def describe_user_scram_credentials(self, users: Sequence[str] | None = None
                                         ) -> dict[str, list[tuple[str, int]] | KafkaAdminError]:
@@ -1071,6 +1118,19 @@ def _raise_first(responses) -> None:
         if r.error_code != ErrorCode.NONE:
             raise KafkaAdminError(r.error_code, r.error_message)
 
+
+
+def _acl_filter_fields(f: AclBindingFilter) -> dict:
+    """A binding filter as DescribeAcls' and DeleteAcls' filter fields."""
+    return dict(resource_type_filter=int(f.resource_type), resource_name_filter=f.name,
+                pattern_type_filter=int(f.pattern_type), principal_filter=f.principal, host_filter=f.host,
+                operation=int(f.operation), permission_type=int(f.permission_type))
+
+
+def _acl_binding(resource_type: int, name: str, pattern_type: int, acl) -> AclBinding:
+    return AclBinding(ResourcePattern(AclResourceType(resource_type), name, PatternType(pattern_type)),
+                      AccessControlEntry(acl.principal, acl.host, AclOperation(acl.operation),
+                                         AclPermissionType(acl.permission_type)))
 
 __all__ = ["AdminClient", "AlterConfigOp", "AlterConfigOpType", "BrokerNode", "ClusterDescription",
            "CommittedOffset", "ConfigEntry", "ConfigResource", "ConfigSource", "ConfigSynonym", "CoordinatorNode",

@@ -272,3 +272,39 @@ def test_transactional_and_idempotent_producers_need_their_acls(secured):
     producer.begin_transaction()
     producer.produce("secret", b"in-a-transaction")
     producer.commit_transaction(15)
+
+
+def test_the_admin_client_creates_describes_and_deletes_acls(secured):
+    """kafkalike's AdminClient has Java's createAcls/describeAcls/deleteAcls: what it
+    creates is described back, deleting returns the removed bindings, and a client
+    without the Alter permission is refused with CLUSTER_AUTHORIZATION_FAILED."""
+    from kafkalike.client.admin import AdminClient, KafkaAdminError
+    from kafkalike.common.acls import (AccessControlEntry, AclBinding, AclBindingFilter, AclOperation,
+                                       AclPermissionType, AclResourceType, PatternType, ResourcePattern)
+    from kafkalike.protocol.errors import ErrorCode
+
+    def config(user: str) -> dict:
+        conf = _conf(secured, user)
+        return {"bootstrap.servers": conf["bootstrap.servers"], "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN", "sasl.jaas.config": "org.apache.kafka.common.security.plain."
+                f'PlainLoginModule required username="{user}" password="{user}-secret";'}
+
+    pattern = ResourcePattern(AclResourceType.TOPIC, "admin-api-acls", PatternType.LITERAL)
+    read = AclBinding(pattern, AccessControlEntry("User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW))
+    write = AclBinding(pattern, AccessControlEntry("User:alice", "*", AclOperation.WRITE, AclPermissionType.ALLOW))
+    on_topic = AclBindingFilter(AclResourceType.TOPIC, "admin-api-acls", PatternType.LITERAL, None, None,
+                                AclOperation.ANY, AclPermissionType.ANY)
+    with AdminClient(config("admin")) as admin:
+        admin.create_acls([read, write])
+        deadline = time.monotonic() + 20
+        while sorted(map(str, admin.describe_acls(on_topic))) != sorted(map(str, [read, write])):
+            assert time.monotonic() < deadline, admin.describe_acls(on_topic)
+            time.sleep(0.2)
+        only_write = AclBindingFilter(AclResourceType.TOPIC, "admin-api-acls", PatternType.LITERAL, "User:alice",
+                                      "*", AclOperation.WRITE, AclPermissionType.ALLOW)
+        assert [list(map(str, removed)) for removed in admin.delete_acls([only_write])] == [[str(write)]]
+        assert list(map(str, admin.describe_acls(on_topic))) == [str(read)]
+    with AdminClient(config("alice")) as alice:
+        with pytest.raises(KafkaAdminError) as refused:
+            alice.create_acls([write])
+        assert refused.value.code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED

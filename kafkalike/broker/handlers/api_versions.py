@@ -7,8 +7,14 @@ from kafkalike.broker.registry import HANDLERS, RequestContext, handler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.api_versions import ApiVersionsResponse
 
-# Kafka's check on client software name/version (KIP-511); a bad one is INVALID_REQUEST.
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def valid_client_software(name: str, version: str) -> bool:
+    """Kafka's check on an ApiVersions v3+ client software name and version (KIP-511): a
+    request that fails it is answered INVALID_REQUEST, and the request log does not
+    register the connection's software."""
+    return bool(_SOFTWARE.fullmatch(name) and _SOFTWARE.fullmatch(version))
 
 
 def advertised() -> list:
@@ -29,7 +35,7 @@ def handle_api_versions(ctx: RequestContext, request) -> ApiVersionsResponse:
         # A version newer than ours: answered as v0 with the ranges we do serve, so the
         # client can retry with one of them (the network layer encodes this at v0).
         return _error(None, 0, ErrorCode.UNSUPPORTED_VERSION)
-    if ctx.version >= 3 and not (_SOFTWARE.fullmatch(request.client_software_name or "")
-                                 and _SOFTWARE.fullmatch(request.client_software_version or "")):
+    if ctx.version >= 3 and not valid_client_software(request.client_software_name or "",
+                                                      request.client_software_version or ""):
         return _error(request, ctx.version, ErrorCode.INVALID_REQUEST)
     return ApiVersionsResponse(error_code=0, api_keys=advertised())
