@@ -44,7 +44,10 @@ def test_brokers_write_kafkas_log_files_from_their_log4j_properties(zk_chroot, k
     stock = (REPO / "config" / "log4j.properties").read_text()
     own.write_text(stock.replace("${kafka.logs.dir}/controller.log", "${kafka.logs.dir}/my-controller.log"))
     monkeypatch.setenv("KAFKA_LOG4J_OPTS", f"-Dlog4j.configuration=file:{own}")
-    cluster = Cluster(zk_chroot, base, 2, {"zookeeper.session.timeout.ms": "6000",
+    # The stopped follower's ZooKeeper session must outlive the leader's ISR check (every
+    # 0.75 s here): were it to expire first, the controller would drop the follower from the
+    # ISR and the leader would never log its own shrink. 6 s lost that race on a loaded CI.
+    cluster = Cluster(zk_chroot, base, 2, {"zookeeper.session.timeout.ms": "15000",
                                            "replica.lag.time.max.ms": "1500"})
     try:
         cluster.start()
