@@ -3,7 +3,7 @@
 One broker listens on PLAINTEXT (the lab's readiness check), SSL (PKCS12 keystore, PEM
 truststore), SASL_PLAINTEXT and SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) and an
 SSL listener that requires client certificates (PEM keystore per KIP-651, set with
-listener-prefixed keys). Certificates are made by the test. confluent-kafka (librdkafka),
+listener-prefixed keys) and one that only requests them (ssl.client.auth=requested). Certificates are made by the test. confluent-kafka (librdkafka),
 kcat, kafka-python and aiokafka produce and consume on each, and are refused with Kafka's
 errors when a password or certificate is wrong. SCRAM users are created the way operators
 do, with an AlterUserScramCredentials call from confluent-kafka's admin client.
@@ -11,6 +11,7 @@ do, with an AlterUserScramCredentials call from confluent-kafka's admin client.
 from __future__ import annotations
 
 import asyncio
+import json
 import asyncio
 import shutil
 import subprocess
@@ -24,7 +25,7 @@ import pytest
 from kafkalike.lab.cluster import Cluster
 from kafkalike.lab.zookeeper import free_ports
 from tests.conftest import REPO_ROOT, scratch_dir
-from tests.security_certs import JAAS_PLAIN, PASSWORD, Pki, make_pki
+from tests.security_certs import CLIENT_DN, JAAS_PLAIN, PASSWORD, Pki, make_pki
 
 SCRAM_USERS = {"scram256": ("SCRAM-SHA-256", "s256-secret"), "scram512": ("SCRAM-SHA-512", "s512-secret")}
 
@@ -39,7 +40,7 @@ class SecureBroker:
 
 def broker_overrides(pki: Pki, ports: dict[str, int]) -> dict[str, str]:
     names = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT",
-             "SASL_SSL": "SASL_SSL", "MTLS": "SSL"}
+             "SASL_SSL": "SASL_SSL", "MTLS": "SSL", "OPTIONAL": "SSL"}
     return {
         "listeners": ",".join(f"{n}://127.0.0.1:{ports[n]}" for n in names),
         "listener.security.protocol.map": ",".join(f"{n}:{p}" for n, p in names.items()),
@@ -50,6 +51,7 @@ def broker_overrides(pki: Pki, ports: dict[str, int]) -> dict[str, str]:
         "listener.name.mtls.ssl.keystore.type": "PEM",
         "listener.name.mtls.ssl.keystore.location": pki.path("broker.pem"),
         "listener.name.mtls.ssl.key.password": PASSWORD,
+        "listener.name.optional.ssl.client.auth": "requested",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS_PLAIN,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS_PLAIN,
@@ -61,7 +63,7 @@ def broker_overrides(pki: Pki, ports: dict[str, int]) -> dict[str, str]:
 def secure(module_zk_chroot: str) -> Iterator[SecureBroker]:
     base = scratch_dir("security")
     pki = make_pki(base / "pki")
-    ports = dict(zip(["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", "MTLS"], free_ports(5)))
+    ports = dict(zip(["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", "MTLS", "OPTIONAL"], free_ports(6)))
     cluster = Cluster(module_zk_chroot, base, 1, broker_overrides(pki, ports))
     cluster.brokers[0].port = ports["PLAINTEXT"]
     try:
@@ -86,7 +88,7 @@ def _create_scram_users(bootstrap: str) -> None:
 
 def librdkafka_config(secure: SecureBroker, listener: str, mechanism: str | None = None,
                       password_ok: bool = True) -> dict:
-    protocol = {"MTLS": "SSL"}.get(listener, listener)
+    protocol = {"MTLS": "SSL", "OPTIONAL": "SSL"}.get(listener, listener)
     conf = {"bootstrap.servers": secure.addr(listener), "security.protocol": protocol.lower()}
     if "SSL" in protocol:
         conf["ssl.ca.location"] = secure.pki.path("ca.pem")
@@ -193,6 +195,40 @@ def test_a_client_without_a_certificate_is_refused_where_client_auth_is_required
     assert errors and "certificate required" in errors[0].str(), errors
 
 
+def test_requested_client_auth_takes_clients_with_and_without_a_certificate(secure):
+    """ssl.client.auth=requested: a client without a certificate is served as User:ANONYMOUS,
+    one with a trusted certificate as the certificate's subject (the request log names the
+    principal), one with an untrusted certificate as User:ANONYMOUS too."""
+    from kafkalike.client.admin import AdminClient, AlterConfigOp, AlterConfigOpType, ConfigResource, ResourceType
+    logger = ConfigResource(ResourceType.BROKER_LOGGER, "0")
+    with AdminClient({"bootstrap.servers": secure.addr("PLAINTEXT")}) as admin:
+        admin.incremental_alter_configs({logger: [AlterConfigOp("kafka.request.logger", "DEBUG")]})
+    try:
+        with_cert = librdkafka_config(secure, "OPTIONAL")
+        with_cert.update({"ssl.certificate.location": secure.pki.path("client-cert.pem"),
+                          "ssl.key.location": secure.pki.path("client-key.pem"), "client.id": "with-cert"})
+        without = {**librdkafka_config(secure, "OPTIONAL"), "client.id": "without-cert"}
+        # The broker's certificate request lists the CAs it trusts, so a client holding only
+        # an untrusted certificate sends none (OpenSSL says so) and is served anonymously.
+        rogue = {**with_cert, "ssl.certificate.location": secure.pki.path("rogue-cert.pem"),
+                 "ssl.key.location": secure.pki.path("rogue-key.pem"), "client.id": "rogue-cert"}
+        for conf, topic in ((with_cert, "optional-with-cert"), (without, "optional-without-cert"),
+                            (rogue, "optional-rogue-cert")):
+            assert _roundtrip_confluent(conf, topic) == [f"m{i}".encode() for i in range(5)]
+    finally:
+        with AdminClient({"bootstrap.servers": secure.addr("PLAINTEXT")}) as admin:
+            admin.incremental_alter_configs({logger: [AlterConfigOp("kafka.request.logger", None,
+                                                                    AlterConfigOpType.DELETE)]})
+    principals: dict[str, set[str]] = {}
+    for line in (secure.broker.app_log_dir / "kafka-request.log").read_text().splitlines():
+        if "Completed request:" in line:
+            entry = json.loads(line.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])
+            if entry.get("listener") == "OPTIONAL":
+                principals.setdefault(entry["requestHeader"]["clientId"], set()).add(entry["principal"])
+    assert principals["without-cert"] == principals["rogue-cert"] == {"User:ANONYMOUS"}
+    assert principals["with-cert"] == {"User:" + CLIENT_DN}
+
+
 def test_a_certificate_from_an_untrusted_ca_is_refused(secure):
     conf = librdkafka_config(secure, "MTLS")
     conf["ssl.certificate.location"] = secure.pki.path("rogue-cert.pem")
@@ -223,7 +259,7 @@ def test_a_sasl_listener_closes_on_a_request_before_authentication(secure):
 
 
 def _kafka_python_config(secure: SecureBroker, listener: str, mechanism: str | None, password_ok=True) -> dict:
-    protocol = {"MTLS": "SSL"}.get(listener, listener)
+    protocol = {"MTLS": "SSL", "OPTIONAL": "SSL"}.get(listener, listener)
     conf = {"bootstrap_servers": secure.addr(listener), "security_protocol": protocol}
     if "SSL" in protocol:
         conf["ssl_cafile"] = secure.pki.path("ca.pem")
@@ -271,7 +307,7 @@ def test_kafka_python_with_a_wrong_password_logs_the_brokers_refusal(secure, cap
 
 def _aiokafka_config(secure: SecureBroker, listener: str, mechanism: str | None, password_ok=True) -> dict:
     from aiokafka.helpers import create_ssl_context
-    protocol = {"MTLS": "SSL"}.get(listener, listener)
+    protocol = {"MTLS": "SSL", "OPTIONAL": "SSL"}.get(listener, listener)
     conf = {"bootstrap_servers": secure.addr(listener), "security_protocol": protocol}
     if "SSL" in protocol:
         cert = dict(certfile=secure.pki.path("client-cert.pem"), keyfile=secure.pki.path("client-key.pem")) \
@@ -332,7 +368,7 @@ def test_aiokafka_with_a_wrong_password_is_refused(secure, caplog):
 # -- kafkalike's own client and tools ----------------------------------------------------
 
 def _own_config(secure: SecureBroker, listener: str, mechanism: str | None = None, password_ok=True) -> dict:
-    protocol = {"MTLS": "SSL"}.get(listener, listener)
+    protocol = {"MTLS": "SSL", "OPTIONAL": "SSL"}.get(listener, listener)
     conf = {"bootstrap.servers": secure.addr(listener), "security.protocol": protocol}
     if "SSL" in protocol:   # Java's keys: a PKCS12 truststore
         conf.update({"ssl.truststore.type": "PKCS12", "ssl.truststore.location": secure.pki.path("truststore.p12"),
