@@ -6,9 +6,11 @@ crc uint32 (CRC-32 of magic..end), magic int8, attributes int8 (codec bits 0-2,
 timestamp type bit 3 on magic 1), timestamp int64 (magic 1 only), key and value
 as int32-length bytes (-1 = null).
 
-Writing exists for the two places Kafka 2.8 still makes these: answers to Fetch v0-v3,
-whose clients read only magic 0 (v0-1) or magic 1 (v2-3), and tests that play an old
-producer. The log itself holds only record batch v2.
+Writing exists for the places Kafka 2.8 still makes these: the log of a topic whose
+message.format.version predates 0.11 (magic 1 for 0.10, magic 0 for 0.8/0.9), answers to
+Fetch v0-v3, whose clients read only magic 0 (v0-1) or magic 1 (v2-3), and tests that
+play an old producer. `check_legacy_entry` is what the log's recovery and a follower's
+append check on such an entry without decompressing it.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from . import compression as codecs
 from .header import InvalidRecordError, LOG_OVERHEAD
@@ -35,6 +37,42 @@ _NULL = _I.pack(-1)
 # and the timestamp on magic 1 (Kafka's LegacyRecord.RECORD_OVERHEAD_V0 / _V1).
 RECORD_OVERHEAD_V0 = 14
 RECORD_OVERHEAD_V1 = 22
+
+
+class LegacyEntry(NamedTuple):
+    """The top-level fields of one magic 0/1 entry, read without decompressing it."""
+
+    offset: int       # the entry's offset: its last offset (a wrapper carries its last inner one)
+    size: int         # bytes it takes in a log, LOG_OVERHEAD included
+    magic: int
+    attributes: int   # codec in bits 0-2, LogAppendTime in bit 3 (magic 1)
+    timestamp: int    # -1 on magic 0
+    crc: int
+
+
+def check_legacy_entry(buf, pos: int = 0) -> LegacyEntry:
+    """The whole magic 0/1 entry at `pos`, checked as Kafka's LegacyRecord.ensureValid checks it.
+
+    The size must cover the message's fixed fields and lie within `buf`, the magic be 0
+    or 1, and the CRC-32 over magic..end match. A wrapper's inner messages are not read
+    (Kafka's recovery does not decompress either). Raises InvalidRecordError.
+    """
+    if len(buf) - pos < LOG_OVERHEAD + 6:
+        raise InvalidRecordError(f"legacy entry at position {pos} is truncated")
+    offset, size, crc, magic, attributes = _ENTRY.unpack_from(buf, pos)
+    if magic not in (0, 1):
+        raise InvalidRecordError(f"invalid magic {magic} in legacy entry at position {pos}")
+    if size < (RECORD_OVERHEAD_V0 if magic == 0 else RECORD_OVERHEAD_V1):
+        raise InvalidRecordError(f"Record size {size} at position {pos} is less than the minimum record "
+                                 f"overhead ({RECORD_OVERHEAD_V0 if magic == 0 else RECORD_OVERHEAD_V1})")
+    end = pos + LOG_OVERHEAD + size
+    if end > len(buf):
+        raise InvalidRecordError(f"legacy entry at position {pos} is truncated: {len(buf) - pos} of "
+                                 f"{LOG_OVERHEAD + size} bytes")
+    if zlib.crc32(memoryview(buf)[pos + _CRC_START:end]) != crc:
+        raise InvalidRecordError(f"Record is corrupt (stored crc = {crc}) at position {pos}")
+    timestamp = _Q.unpack_from(buf, pos + LOG_OVERHEAD + 6)[0] if magic == 1 else -1
+    return LegacyEntry(offset, LOG_OVERHEAD + size, magic, attributes, timestamp, crc)
 
 
 @dataclass(slots=True)

@@ -1,14 +1,19 @@
 """Conversion between the old message formats (magic 0 and 1) and record batch v2, as Kafka 2.8 does it.
 
-The log holds record batch v2 only and its hot path never decodes records. Kafka 2.8
-still serves clients that predate v2 (Produce v0-2, Fetch v0-3), converting on the way
-in and out; these are the only places the broker decodes and re-encodes a client's
-records besides a topic's fixed compression.type, and they run only for such requests.
+The log holds what the topic's message.format.version writes: record batch v2 (0.11 on),
+magic 1 (0.10) or magic 0 (0.8, 0.9). Its v2 hot path never decodes records. Kafka 2.8
+still serves clients that predate v2 (Produce v0-2, Fetch v0-3) and topics of the old
+formats, converting on the way in and out; these are the only places the broker decodes
+and re-encodes a client's records besides a topic's fixed compression.type, and they run
+only for such requests and topics.
 
 - `from_producer`: a Produce's records (magic 0/1 message sets, or v2 batches for a topic
   whose message.format.version is older than 0.11) validated by Kafka's LogValidator
   rules and rewritten as one v2 batch for Log.append, which then checks and stamps it as
   any client batch (offsets, max.message.bytes, LogAppendTime, keys of compacted topics).
+- `to_log_format`: that batch, its offsets assigned, rewritten by Log.append as the
+  magic 0 or 1 entries an old-format log holds (Kafka's LogValidator building them with
+  the offsets it assigns).
 - `down_convert`: stored batches rewritten as the magic 0 or 1 message set an old fetcher
   reads, within Kafka's size rules for converted fetch data.
 
@@ -315,6 +320,65 @@ def from_producer(buf, rules: ProduceRules, now_ms: int) -> bytes:
         items = [(key, value, -1) for key, value, _ in items]
     return encode_batch([(key, value, None, ts) for key, value, ts in items], compression=codec,
                         timestamp_type=CREATE_TIME, base_timestamp=items[0][2])
+
+
+@dataclass(frozen=True, slots=True)
+class LegacyAppend:
+    """What `to_log_format` made: the entries, and what the log's indexes and checks need of them."""
+
+    data: bytes
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    largest_entry: int   # bytes of the largest top-level entry (Kafka checks max.message.bytes again)
+
+
+def to_log_format(buf, magic: int, log_append_time: int | None = None) -> LegacyAppend:
+    """Whole v2 batches whose offsets are assigned, as the magic 0 or 1 entries a log of that format holds.
+
+    What Kafka 2.8's LogValidator builds for a topic whose message.format.version predates
+    0.11 (MemoryRecordsBuilder at the topic's magic): uncompressed, one message per record
+    at its offset; compressed, one wrapper in the batch's codec whose offset is the last
+    record's, with inner offsets relative to the first record on magic 1 and absolute on
+    magic 0. Magic 1 keeps each record's CreateTime and gives a wrapper the largest of
+    them; with `log_append_time` (a LogAppendTime topic) every message and wrapper carries
+    that time and the timestamp-type bit. Magic 0 has no timestamps. The max timestamp
+    and its offset follow Kafka's builder (an uncompressed LogAppendTime append names its
+    first offset, a compressed one its last). Headers, control batches and zstd have no
+    place in these formats: UnsupportedConversionError (from_producer refuses them first).
+    """
+    entries: list[bytes] = []
+    max_ts = -1
+    offset_of_max = -1
+    lat = log_append_time if magic == 1 else None
+    for batch in decode_batches(buf, verify_crc=False, allow_partial_tail=False):
+        if batch.is_control:
+            raise UnsupportedConversionError(f"Control records cannot be written with magic {magic}")
+        records = batch.records()
+        if not records:
+            continue
+        if any(r.headers for r in records):
+            raise UnsupportedConversionError(f"Magic v{magic} does not support record headers")
+        if batch.compression == codecs.ZSTD:
+            raise UnsupportedConversionError(f"ZStandard compression is not supported for magic {magic}")
+        entries.extend(legacy_messages(records, magic=magic, compression=batch.compression,
+                                       log_append_time=lat))
+        if magic == 0:
+            continue
+        if lat is not None:
+            max_ts = lat
+            offset_of_max = records[-1].offset if batch.compression else (
+                records[0].offset if offset_of_max < 0 else offset_of_max)
+            continue
+        for r in records:
+            if r.timestamp > max_ts:
+                max_ts = r.timestamp
+                offset_of_max = records[-1].offset if batch.compression else r.offset
+    if max_ts < 0 and entries:
+        offset_of_max = _SIZE_OFFSET.unpack_from(entries[-1])[0]
+    return LegacyAppend(b"".join(entries), max_ts, offset_of_max, max((len(e) for e in entries), default=0))
+
+
+_SIZE_OFFSET = struct.Struct(">q")
 
 
 def needs_conversion(buf, log_magic: int) -> bool:

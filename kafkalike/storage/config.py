@@ -12,6 +12,7 @@ which applies Kafka's precedence rules (log.retention.ms over .minutes over .hou
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 import re
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from kafkalike.common.config_def import (
     one_of,
     parse_value,
 )
-from kafkalike.common.versions import LATEST_API_VERSION
+from kafkalike.common.versions import LATEST_API_VERSION, record_version as _record_version
 from kafkalike.storage.errors import ConfigError
 
 __all__ = [
@@ -103,6 +104,9 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     _key("message.downconversion.enable", B, True, None, "log.message.downconversion.enable"),
 )
 KEYS_BY_NAME: dict[str, ConfigKey] = {k.name: k for k in CONFIG_KEYS}
+
+
+_record_magic = functools.lru_cache(maxsize=64)(_record_version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +197,11 @@ class LogConfig:
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == LOG_APPEND_TIME
+
+    @property
+    def record_version(self) -> int:
+        """The magic message.format.version writes: 2 from 0.11 on, 1 for 0.10, 0 before."""
+        return _record_magic(self.message_format_version)
 
     def random_segment_jitter(self, rng: random.Random | None = None) -> int:
         """Per-segment roll jitter in [0, min(segment.jitter.ms, segment.ms)), as Kafka draws it."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import os
 import threading
 
 from kafkalike.storage.checkpoints import EpochEntry, LeaderEpochCheckpointFile
@@ -27,6 +28,7 @@ class LeaderEpochFileCache:
         self._name = name
         self._lock = threading.RLock()
         self._entries: list[EpochEntry] = list(checkpoint.read()) if checkpoint else []
+        self._disabled = False
 
     # ---------------------------------------------------------------- queries
     def entries(self) -> list[EpochEntry]:
@@ -92,6 +94,8 @@ class LeaderEpochFileCache:
         """
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset})")
+        if self._disabled:
+            return False
         with self._lock:
             latest = self.latest_entry
             if latest is not None and latest.epoch == epoch and start_offset >= latest.start_offset:
@@ -134,8 +138,30 @@ class LeaderEpochFileCache:
 
     def flush(self) -> None:
         with self._lock:
-            if self._checkpoint is not None:
+            if self._checkpoint is not None and not self._disabled:
                 self._checkpoint.write(self._entries)
+
+    def disable(self) -> None:
+        """Hold no epochs, as Kafka 2.8 keeps no cache for a log whose message format predates
+        v2: the entries and the checkpoint file go, and assignments are ignored."""
+        with self._lock:
+            if self._entries:
+                log.warning("%s: Deleting non-empty leader epoch cache due to incompatible message format",
+                            self._name)
+            self._entries = []
+            self._disabled = True
+            if self._checkpoint is not None:
+                try:
+                    os.unlink(self._checkpoint.path)
+                except FileNotFoundError:
+                    pass
+
+    def enable(self) -> None:
+        """Start keeping epochs again (the format went back to v2), from an empty cache."""
+        with self._lock:
+            self._disabled = False
+            self._entries = []
+            self.flush()
 
     def move_to(self, partition_dir: str) -> None:
         if self._checkpoint is not None:

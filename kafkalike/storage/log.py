@@ -29,8 +29,10 @@ from typing import Callable, Iterable
 from kafkalike.storage import layout
 from kafkalike.storage.checkpoints import LeaderEpochCheckpointFile
 from kafkalike.storage.config import LONG_MAX, LogConfig
+from kafkalike.records.message_format import to_log_format
 from kafkalike.storage.errors import (
-    CorruptCheckpointError, OffsetOutOfRangeError, RecordBatchTooLargeError, UnexpectedAppendOffsetError,
+    CorruptCheckpointError, OffsetOutOfRangeError, RecordBatchTooLargeError, RecordTooLargeError,
+    UnexpectedAppendOffsetError,
 )
 from kafkalike.storage.layout import TopicPartition
 from kafkalike.storage.leader_epoch import LeaderEpochFileCache
@@ -138,9 +140,14 @@ class Log:
                 cache.assign(epoch, start_offset, flush=False)
                 assigned.append(epoch)
 
+        # Kafka 2.8 keeps no leader-epoch cache for a log whose format predates v2 (its
+        # entries carry no epoch): the checkpoint is deleted and nothing is assigned.
+        self._epochs = config.record_version >= 2
+        if not self._epochs:
+            cache.disable()
         loader = SegmentLoader(self.dir, config, now_ms=self._clock(), rng=self._rng,
-                               assign_epoch=assign_epoch, epoch_entries=cache.entries(),
-                               name=str(self.topic_partition))
+                               assign_epoch=assign_epoch if self._epochs else None,
+                               epoch_entries=cache.entries(), name=str(self.topic_partition))
         loaded = loader.load(log_start_offset=log_start_offset, recovery_point=recovery_point,
                              had_clean_shutdown=had_clean_shutdown)
         self.recovery_stats: RecoveryStats = loaded.stats
@@ -242,9 +249,21 @@ class Log:
                 f"segments={len(self._segments)})")
 
     def update_config(self, config: LogConfig) -> None:
-        """New topic settings; they apply to the next roll, retention check and append."""
-        self.config = config
-        self._rules = AppendRules.from_config(config)
+        """New topic settings; they apply to the next roll, retention check and append.
+
+        A change of message format between v2 and an older one starts or drops the
+        leader-epoch cache, as Kafka's Log.updateConfig does (a new cache starts empty).
+        """
+        with self._lock:
+            self.config = config
+            self._rules = AppendRules.from_config(config)
+            epochs = config.record_version >= 2
+            if epochs != self._epochs:
+                self._epochs = epochs
+                if epochs:
+                    self.leader_epoch_cache.enable()
+                else:
+                    self.leader_epoch_cache.disable()
 
     def _floor_index(self, offset: int) -> int:
         return bisect.bisect_right(self._bases, offset) - 1
@@ -270,13 +289,16 @@ class Log:
             origin = AppendOrigin.CLIENT if assign_offsets else AppendOrigin.REPLICATION
         with self._lock:
             cache = self.leader_epoch_cache
-            checked = (validate_client_batch(records, self._rules, self._leo, leader_epoch, now,
+            rules = self._rules
+            checked = (validate_client_batch(records, rules, self._leo, leader_epoch, now,
                                              cache.latest_epoch)
-                       if assign_offsets and origin is _CLIENT else None)
+                       if assign_offsets and origin is _CLIENT and rules.log_magic == 2 else None)
             if checked is None:
-                checked = validate_append(records, self._rules, self._leo, assign_offsets,
+                checked = validate_append(records, rules, self._leo, assign_offsets,
                                           leader_epoch, origin, now, cache.latest_epoch,
                                           f"{self.topic_partition[0]}-{self.topic_partition[1]}")
+                if assign_offsets and rules.log_magic < 2:
+                    checked = self._to_log_format(checked, rules)
             info, pieces = checked
             info.log_start_offset = self.log_start_offset
             if info.batch_count == 0:
@@ -315,14 +337,41 @@ class Log:
                 self.producer_state.apply(pending)
                 for txn in pending.completed:
                     self._complete_txn(segment, txn)
-            for epoch, start in info.epoch_starts:
-                if epoch != cache.latest_epoch:
-                    cache.assign(epoch, start)
+            if info.epoch_starts and self._epochs:
+                for epoch, start in info.epoch_starts:
+                    if epoch != cache.latest_epoch:
+                        cache.assign(epoch, start)
             if self._leo - self.recovery_point >= config.flush_messages:
                 flush_to = self._leo
         if flush_to is not None:
             self._request_flush(flush_to)
         return info
+
+    def _to_log_format(self, checked: tuple[LogAppendInfo, list], rules: AppendRules
+                       ) -> tuple[LogAppendInfo, list]:
+        """A leader's validated v2 append rewritten as the magic 0/1 entries an old-format log holds.
+
+        Kafka's LogValidator converts with the offsets it assigns; here the v2 batch got
+        them first. The entries carry no leader epoch and no producer. max.message.bytes
+        applies again to the converted entries, as Kafka checks them after conversion.
+        """
+        info, pieces = checked
+        if info.batch_count == 0:
+            return checked
+        append_time = info.log_append_time if info.log_append_time >= 0 else None
+        converted = to_log_format(b"".join(pieces), rules.log_magic, append_time)
+        if converted.largest_entry > rules.max_message_bytes:
+            raise RecordTooLargeError(
+                f"Message batch size is {converted.largest_entry} bytes in append to partition "
+                f"{self.topic_partition} which exceeds the maximum configured size of {rules.max_message_bytes}.")
+        if rules.log_magic == 1:
+            info.max_timestamp = converted.max_timestamp
+            info.offset_of_max_timestamp = converted.offset_of_max_timestamp
+        info.valid_bytes = len(converted.data)
+        info.epoch_starts = []
+        info.last_leader_epoch = None
+        info.producer_batches = []
+        return info, [converted.data]
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         return self.append(records, assign_offsets=False, origin=AppendOrigin.REPLICATION)
@@ -528,8 +577,10 @@ class Log:
             return True
 
     def assign_leader_epoch(self, epoch: int, start_offset: int) -> None:
-        """A new leader records where its epoch begins (Kafka's maybeAssignEpochStartOffset)."""
-        self.leader_epoch_cache.assign(epoch, start_offset)
+        """A new leader records where its epoch begins (Kafka's maybeAssignEpochStartOffset);
+        a log of a format older than v2 keeps no epochs."""
+        if self._epochs:
+            self.leader_epoch_cache.assign(epoch, start_offset)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """(epoch, end offset) for OffsetsForLeaderEpoch; (-1, -1) when unknown."""

@@ -425,7 +425,12 @@ def scan_segment(fd: int, size: int, start: int = 0) -> Iterable[ProducerBatch]:
             fields = unpack(chunk, pos)
             length, magic, attributes, producer_id = fields[1], fields[3], fields[5], fields[9]
             batch_size = length + LOG_OVERHEAD
-            if magic != 2 or length <= 0:
+            if magic != 2:
+                if magic < 2 and length > 0:  # a magic 0/1 entry: no producer, skip it
+                    pos += batch_size
+                    continue
+                return
+            if length <= 0:
                 return
             if producer_id >= 0:
                 if attributes & CONTROL_MASK:

@@ -1,9 +1,14 @@
-"""One log segment: a `.log` file of whole v2 batches plus its offset and time indexes.
+"""One log segment: a `.log` file of whole entries plus its offset and time indexes.
 
-The segment never decodes records. It appends bytes it is handed, finds batches by
-reading their 43-byte header prefix (base offset, length, epoch, magic, CRC,
-attributes, last offset delta, first and max timestamp), and on recovery checks each
-batch's CRC through kafkalike.records.header.
+An entry is a record batch v2 or, in the log of a topic whose message.format.version
+predates 0.11, a magic 0/1 message (a compressed one wraps its records); both start with
+offset(8) and size(4) and have their magic at byte 16. The segment never decodes records.
+It appends bytes it is handed, finds batches by reading their 43-byte header prefix
+(base offset, length, epoch, magic, CRC, attributes, last offset delta, first and max
+timestamp; a legacy entry's offset, size, CRC, magic, attributes and timestamp), and on
+recovery checks each entry's CRC through kafkalike.records (CRC-32C for v2, CRC-32 for
+magic 0/1). A legacy entry's offset is its last offset; where a compressed one's first
+offset is needed (a timestamp lookup) the entry is read whole.
 """
 from __future__ import annotations
 
@@ -13,7 +18,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, NamedTuple
 
 from kafkalike.records import header as batch_header
-from kafkalike.records.header import LOG_OVERHEAD, TIMESTAMP_TYPE_MASK, InvalidRecordError
+from kafkalike.records.header import CODEC_MASK, LOG_OVERHEAD, MAGIC, TIMESTAMP_TYPE_MASK, InvalidRecordError
+from kafkalike.records.legacy import RECORD_OVERHEAD_V0, LegacyBatch, check_legacy_entry
 from kafkalike.storage import layout
 from kafkalike.storage.config import LogConfig
 from kafkalike.storage.errors import CorruptIndexError, KafkaStorageError
@@ -25,6 +31,10 @@ from kafkalike.storage.transaction_index import TransactionIndex
 _SCAN = struct.Struct(">qiibIhiqq")
 _SCAN_SIZE = _SCAN.size
 _MIN_BATCH_LENGTH = batch_header.HEADER_SIZE - LOG_OVERHEAD
+_MIN_ENTRY_LENGTH = RECORD_OVERHEAD_V0   # the smallest entry: a magic 0 message
+_UP_TO_MAGIC = MAGIC + 1
+_LEGACY_HEAD = struct.Struct(">qi")
+_LEGACY_TIMESTAMP = struct.Struct(">q")
 _INT32_MAX = 2**31 - 1
 _RECOVERY_CHUNK = 4 * 1024 * 1024
 _IOV_MAX = 1024
@@ -40,13 +50,46 @@ def txn_index_path(directory: str, base_offset: int, suffix: str = "") -> str:
 
 class BatchInfo(NamedTuple):
     position: int
-    base_offset: int
+    base_offset: int   # a compressed legacy entry's is its last offset (the first is inside it)
     size: int
     partition_leader_epoch: int
     attributes: int
     last_offset: int
     first_timestamp: int
     max_timestamp: int
+    magic: int = 2
+
+
+def _legacy_info(raw: bytes, position: int, end: int) -> BatchInfo | None:
+    """A magic 0/1 entry's BatchInfo from the bytes at its start; None if none starts there whole."""
+    if len(raw) < _UP_TO_MAGIC:
+        return None
+    magic = raw[MAGIC]
+    offset, length = _LEGACY_HEAD.unpack_from(raw)
+    if magic > 1 or length < _MIN_ENTRY_LENGTH or position + length + LOG_OVERHEAD > end:
+        return None
+    timestamp = -1
+    if magic == 1:
+        if len(raw) < LOG_OVERHEAD + 14:
+            return None
+        timestamp = _LEGACY_TIMESTAMP.unpack_from(raw, LOG_OVERHEAD + 6)[0]
+    return BatchInfo(position, offset, length + LOG_OVERHEAD, -1, raw[MAGIC + 1], offset, timestamp, timestamp,
+                     magic)
+
+
+def _check_entry(buf) -> tuple[int | None, int, int, int]:
+    """(base offset, last offset, partition leader epoch, max timestamp) of the whole entry in `buf`.
+
+    Raises InvalidRecordError for a torn or corrupt one. A compressed legacy entry's base
+    offset is None: it lies inside the compressed data, which recovery does not read.
+    """
+    if len(buf) > MAGIC and buf[MAGIC] < 2:
+        entry = check_legacy_entry(buf, 0)
+        return (None if entry.attributes & CODEC_MASK else entry.offset), entry.offset, -1, entry.timestamp
+    header = batch_header.validate_batch(buf, 0)
+    if header.last_offset_delta < 0 or header.records_count < 0:
+        raise InvalidRecordError("batch has negative counts")
+    return header.base_offset, header.last_offset, header.partition_leader_epoch, header.max_timestamp
 
 
 class OffsetPositionSize(NamedTuple):
@@ -232,10 +275,15 @@ class LogSegment:
         """Headers of the whole batches in [position, end), read with pread."""
         end = self._size if end is None else end
         fd, unpack = self._fd, _SCAN.unpack_from
-        while position + _SCAN_SIZE <= end:
+        while position + _UP_TO_MAGIC <= end:
             raw = os.pread(fd, _SCAN_SIZE, position)
-            if len(raw) < _SCAN_SIZE:
-                return
+            if len(raw) < _SCAN_SIZE or raw[MAGIC] < 2:
+                legacy = _legacy_info(raw, position, end)
+                if legacy is None:
+                    return
+                yield legacy
+                position += legacy.size
+                continue
             base, length, epoch, _magic, _crc, attrs, delta, first_ts, max_ts = unpack(raw)
             size = length + LOG_OVERHEAD
             if length < _MIN_BATCH_LENGTH or position + size > end:
@@ -313,6 +361,12 @@ class LogSegment:
             if batch.max_timestamp < timestamp or batch.last_offset < starting_offset:
                 continue
             epoch = batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None
+            if batch.magic < 2:  # one message, or a wrapper whose records say which one it is
+                raw = self.read_bytes(batch.position, batch.size)
+                for record in LegacyBatch(raw, 0).records():
+                    if record.timestamp >= timestamp and record.offset >= starting_offset:
+                        return TimestampAndOffset(record.timestamp, record.offset, None)
+                continue
             if record_timestamps is not None:
                 raw = self.read_bytes(batch.position, batch.size)
                 for offset, record_ts in record_timestamps(raw):
@@ -339,9 +393,12 @@ class LogSegment:
         if self.offset_index.entries:
             raw = os.pread(self._fd, _SCAN_SIZE, last.position)
             if len(raw) < _SCAN_SIZE:
+                raw += bytes(_SCAN_SIZE - len(raw))  # a legacy entry can be shorter: its fields come first
+            if len(raw) < _SCAN_SIZE or last.position + _UP_TO_MAGIC > self._size:
                 raise CorruptIndexError(f"{self.offset_index.path} points past the log")
             base, length, _e, magic, *_ = _SCAN.unpack_from(raw)
-            if magic != 2 or base > last.offset or length < _MIN_BATCH_LENGTH:
+            if (magic > 2 or base > last.offset
+                    or length < (_MIN_BATCH_LENGTH if magic == 2 else _MIN_ENTRY_LENGTH)):
                 raise CorruptIndexError(
                     f"{self.offset_index.path} entry for offset {last.offset} does not point at "
                     "a batch holding it")
@@ -396,7 +453,7 @@ class LogSegment:
                     break
             length = int.from_bytes(buf[rel + 8:rel + 12], "big", signed=True)
             size = length + LOG_OVERHEAD
-            if length < _MIN_BATCH_LENGTH or valid + size > end:
+            if length < _MIN_ENTRY_LENGTH or valid + size > end:
                 reason = f"batch at position {valid} has length {length}, past the end or too small"
                 break
             if len(buf) - rel < size:
@@ -405,11 +462,12 @@ class LogSegment:
                 buf_start = valid
                 rel = 0
             try:
-                header = batch_header.validate_batch(memoryview(buf)[rel:rel + size], 0)
+                base, last, leader_epoch, batch_max_ts = _check_entry(memoryview(buf)[rel:rel + size])
             except InvalidRecordError as exc:
                 reason = str(exc)
                 break
-            base, last = header.base_offset, header.last_offset
+            if base is None:  # a compressed legacy entry: only its last offset is at hand
+                base = expected if last >= expected else last
             if require_contiguous and base != expected:
                 reason = f"batch at position {valid} starts at offset {base}, expected {expected}"
                 break
@@ -418,18 +476,18 @@ class LogSegment:
                 reason = f"batch at position {valid} has offsets {base}-{last} out of range"
                 break
             if check_epoch is not None:
-                problem = check_epoch(header.partition_leader_epoch, base, valid)
+                problem = check_epoch(leader_epoch, base, valid)
                 if problem is not None:
                     reason = problem
                     break
-            if header.max_timestamp > max_ts:
-                max_ts, offset_of_max_ts = header.max_timestamp, last
+            if batch_max_ts > max_ts:
+                max_ts, offset_of_max_ts = batch_max_ts, last
             if valid - last_index_entry > self.index_interval_bytes:
                 self.offset_index.append(last, valid)
                 self.time_index.maybe_append(max_ts, offset_of_max_ts)
                 last_index_entry = valid
-            if assign_epoch is not None and header.partition_leader_epoch >= 0:
-                assign_epoch(header.partition_leader_epoch, base)
+            if assign_epoch is not None and leader_epoch >= 0:
+                assign_epoch(leader_epoch, base)
             valid += size
             batches += 1
             expected = last + 1
@@ -463,16 +521,17 @@ class LogSegment:
         while valid < file_end:
             head = os.pread(self._fd, LOG_OVERHEAD, valid)
             length = int.from_bytes(head[8:12], "big", signed=True) if len(head) == LOG_OVERHEAD else -1
-            if length < _MIN_BATCH_LENGTH or valid + length + LOG_OVERHEAD > file_end:
+            if length < _MIN_ENTRY_LENGTH or valid + length + LOG_OVERHEAD > file_end:
                 reason = f"torn batch at position {valid}"
                 break
             raw = os.pread(self._fd, length + LOG_OVERHEAD, valid)
             try:
-                header = batch_header.validate_batch(raw, 0)
+                base, last, _epoch, _ts = _check_entry(raw)
             except InvalidRecordError as exc:
                 reason = str(exc)
                 break
-            base, last = header.base_offset, header.last_offset
+            if base is None:
+                base = last
             floor = checked_last if checked_last is not None else previous_last
             if (floor is not None and base <= floor) or not (self.can_convert_to_relative_offset(base)
                                                              and self.can_convert_to_relative_offset(last)):

@@ -17,9 +17,10 @@ from kafkalike.records import header as batch_header
 from crc32c import crc32c
 
 from kafkalike.records.header import (
-    ATTRIBUTES, CONTROL_MASK, CRC, HEADER_SIZE, HEADER_STRUCT, LOG_OVERHEAD,
+    ATTRIBUTES, CONTROL_MASK, CRC, HEADER_SIZE, HEADER_STRUCT, LOG_OVERHEAD, MAGIC,
     NO_TIMESTAMP, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK,
 )
+from kafkalike.records.legacy import RECORD_OVERHEAD_V0, check_legacy_entry
 from kafkalike.storage.config import LONG_MAX, LogConfig
 from kafkalike.storage.producer_state import ProducerBatch, last_sequence, producer_batch
 from kafkalike.storage.errors import (
@@ -82,12 +83,13 @@ class AppendRules:
     log_append_time: bool
     timestamp_limit_ms: int | None  # None: message.timestamp.difference.max.ms is unbounded
     compacted: bool = False         # cleanup.policy has compact: every record needs a key
+    log_magic: int = 2              # what message.format.version writes: 0/1 are converted on append
 
     @classmethod
     def from_config(cls, config: LogConfig) -> "AppendRules":
         limit = config.message_timestamp_difference_max_ms
         return cls(config.max_message_bytes, config.log_append_time,
-                   None if limit == LONG_MAX else limit, config.compact)
+                   None if limit == LONG_MAX else limit, config.compact, config.record_version)
 
 
 def _set_create_time(buf: bytearray, pos: int, size: int) -> None:
@@ -220,6 +222,8 @@ def validate_append(buf: bytes | bytearray | memoryview, rules: AppendRules, nex
     unpack = HEADER_STRUCT.unpack_from
     while n - pos >= LOG_OVERHEAD:
         if n - pos < HEADER_SIZE:
+            if not assign_offsets and n - pos > MAGIC and view[pos + MAGIC] < 2:
+                return validate_replicated_legacy(view, rules, latest_epoch)
             length = _LENGTH.unpack_from(view, pos + 8)[0]
             if length < _MIN_BATCH_LENGTH:
                 raise CorruptRecordError(
@@ -228,6 +232,8 @@ def validate_append(buf: bytes | bytearray | memoryview, rules: AppendRules, nex
         (base, length, epoch, magic, crc, attributes, delta, first_ts, batch_max_ts, producer_id,
          producer_epoch, base_sequence, count) = unpack(view, pos)
         size = length + LOG_OVERHEAD
+        if magic < 2 and not assign_offsets:  # an old-format log's entries, replicated as they are
+            return validate_replicated_legacy(view, rules, latest_epoch)
         if length < _MIN_BATCH_LENGTH:
             raise CorruptRecordError(
                 f"record batch at position {pos} has length {length}, smaller than the v2 header")
@@ -302,4 +308,78 @@ def validate_append(buf: bytes | bytearray | memoryview, rules: AppendRules, nex
         append_time = -1
     info = LogAppendInfo(first, last, max_ts, offset_of_max, append_time, 0, pos, batches, records,
                          epoch if batches and epoch >= 0 else None, epoch_starts, producer_batches)
+    return info, pieces
+
+
+def validate_replicated_legacy(buf: memoryview, rules: AppendRules,
+                               latest_epoch: int | None = None) -> tuple[LogAppendInfo, list]:
+    """`validate_append` for a follower's append that holds magic 0/1 entries (an old-format log).
+
+    Kafka 2.8's analyzeAndValidateRecords for a follower: every whole entry, v2 batch or
+    legacy message, must pass its CRC (CRC-32C, or CRC-32 for magic 0/1) and the offsets
+    rise; nothing is rewritten. A legacy entry's offset field is its last offset; a
+    compressed one's first offset is unknown without decompressing it, so, as in Kafka,
+    the last offset of the first entry stands for the append's first offset when it is
+    one. Legacy entries carry no leader epoch and no producer; the v2 batches among them
+    (written before the topic's format was lowered) count as usual. A torn entry at the
+    very end is dropped.
+    """
+    view = buf
+    n = len(view)
+    pos = 0
+    first = last = -1
+    max_ts = offset_of_max = -1
+    epoch = -1
+    prev_epoch = -1 if latest_epoch is None else latest_epoch
+    epoch_starts: list[tuple[int, int]] = []
+    producer_batches: list = []
+    records = batches = 0
+    while n - pos > MAGIC:
+        length = _LENGTH.unpack_from(view, pos + 8)[0]
+        if length < RECORD_OVERHEAD_V0:
+            raise CorruptRecordError(f"Record size {length} at position {pos} is less than the minimum record "
+                                     f"overhead ({RECORD_OVERHEAD_V0})")
+        size = length + LOG_OVERHEAD
+        if size > n - pos:
+            break
+        magic = view[pos + MAGIC]
+        if magic == 2:
+            try:
+                header = batch_header.validate_batch(view[:pos + size], pos)
+            except batch_header.InvalidRecordError as exc:
+                raise CorruptRecordError(f"Record is corrupt: {exc}") from None
+            base, entry_last, entry_ts, count = (header.base_offset, header.last_offset, header.max_timestamp,
+                                                 header.records_count)
+            if header.partition_leader_epoch >= 0 and header.partition_leader_epoch != prev_epoch:
+                epoch_starts.append((header.partition_leader_epoch, base))
+                prev_epoch = epoch = header.partition_leader_epoch
+            if header.producer_id >= 0:
+                producer_batches.append(producer_batch(
+                    (header.base_offset, header.batch_length, header.partition_leader_epoch, 2, header.crc,
+                     header.attributes, header.last_offset_delta, header.base_timestamp, header.max_timestamp,
+                     header.producer_id, header.producer_epoch, header.base_sequence, header.records_count),
+                    view[pos:pos + size]))
+        elif magic in (0, 1):
+            try:
+                entry = check_legacy_entry(view[:pos + size], pos)
+            except batch_header.InvalidRecordError as exc:
+                raise CorruptRecordError(f"Record is corrupt: {exc}") from None
+            base = entry_last = entry.offset
+            entry_ts, count = entry.timestamp, 1
+        else:
+            raise CorruptRecordError(f"Record is corrupt: unsupported magic {magic} at position {pos}")
+        if entry_last <= last:
+            raise OffsetsOutOfOrderError(
+                f"Out of order offsets found in append: entry with last offset {entry_last} follows {last}")
+        if batches == 0:
+            first = base
+        last = entry_last
+        if entry_ts > max_ts:
+            max_ts, offset_of_max = entry_ts, last
+        records += count
+        batches += 1
+        pos += size
+    pieces = [view[:pos]] if pos else []
+    info = LogAppendInfo(first, last, max_ts, offset_of_max, -1, 0, pos, batches, records,
+                         epoch if epoch >= 0 else None, epoch_starts, producer_batches)
     return info, pieces

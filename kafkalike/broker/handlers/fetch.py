@@ -112,10 +112,11 @@ class _Conversion:
         if self.magic is None or not records:
             return r.error, records, True
         log_magic = _log_magic(config.message_format_version)
-        # Kafka converts only when the topic's format is newer than the client reads (an
-        # older-format log already holds what the client reads); the log here is v2 either way.
-        kafka_converts = log_magic > self.magic
-        if kafka_converts and not self.from_follower and not config.message_downconversion_enable:
+        # Kafka converts only when the topic's format is newer than the client reads: an
+        # older-format log already holds magic 0/1 entries the client reads, sent as they are.
+        if log_magic <= self.magic:
+            return r.error, records, True
+        if not self.from_follower and not config.message_downconversion_enable:
             return ErrorCode.UNSUPPORTED_VERSION, b"", False
         spec = self.params.partitions[(topic, partition)]
         try:
