@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequenc
 from crc32c import crc32c
 
 from kafkalike.records.batch import BatchBuilder, RecordBatch, decode_batches
+from kafkalike.records.legacy import LegacyBatch, legacy_messages
 from kafkalike.records.header import CODEC_MASK, HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 from kafkalike.storage import layout
 from kafkalike.storage.cleaner_manager import (
@@ -171,6 +172,44 @@ class _SegmentView:
     index_bytes: int
     time_index_bytes: int
     last_modified_ms: int
+
+
+class _LegacyEntry:
+    """A magic 0/1 entry (a topic of an old message format) shaped as the cleaner reads a v2
+    batch: `header` answers the fields it asks for, with no producer and no transaction."""
+
+    __slots__ = ("batch", "_view")
+    is_control = False
+    is_transactional = False
+    producer_id = -1
+    legacy = True
+
+    def __init__(self, batch: LegacyBatch, view: memoryview):
+        self.batch = batch
+        self._view = view
+
+    header = property(lambda self: self)
+    size = property(lambda self: self.batch.size)
+    last_offset = property(lambda self: self.batch.last_offset)
+    max_timestamp = property(lambda self: self.batch.max_timestamp)
+    records_count = property(lambda self: len(self.batch.records()))
+
+    def records(self) -> list:
+        return self.batch.records()
+
+    def to_bytes(self) -> bytes:
+        return bytes(self._view[self.batch.position:self.batch.position + self.batch.size])
+
+    def rebuilt(self, kept: list) -> tuple[bytes, int]:
+        """The entry holding only `kept`, as Kafka's cleaner rebuilds a legacy batch: same magic
+        and codec; a wrapper takes the last kept record's offset and, with LogAppendTime, its
+        old timestamp."""
+        batch = self.batch
+        lat = batch.max_timestamp if batch.timestamp_type == 1 else None
+        data = b"".join(legacy_messages(kept, magic=batch.magic, compression=batch.compression,
+                                        log_append_time=lat))
+        max_ts = lat if lat is not None else max((r.timestamp for r in kept), default=-1)
+        return data, max_ts if batch.magic else -1
 
 
 def empty_batch(header: BatchHeader) -> bytes:
@@ -303,7 +342,8 @@ class Cleaner:
 
     # ---------------------------------------------------------------- reading
     def _batches(self, view: _SegmentView, verify_crc: bool = True) -> Iterator[RecordBatch]:
-        """Whole v2 batches of a segment, read a chunk at a time through the view's descriptor."""
+        """Whole batches of a segment, read a chunk at a time through the view's descriptor
+        (magic 0/1 entries of an old-format topic as _LegacyEntry)."""
         fd, end, position = view.fd, view.size, 0
         while position < end:
             head = os.pread(fd, LOG_OVERHEAD, position)
@@ -314,7 +354,10 @@ class Cleaner:
             consumed = 0
             for batch in decode_batches(buf, verify_crc=verify_crc):
                 if not isinstance(batch, RecordBatch):
-                    raise CorruptRecordError(f"segment {view.base_offset} holds a legacy batch")
+                    batch = _LegacyEntry(batch, memoryview(buf))
+                    yield batch
+                    consumed = batch.batch.position + batch.size
+                    continue
                 yield batch
                 consumed = batch.position + batch.header.size
             if consumed == 0:
@@ -402,6 +445,11 @@ class Cleaner:
                 kept.append(record)
         if kept and len(kept) == len(records):
             return batch.to_bytes(), header.max_timestamp, len(kept)
+        if isinstance(batch, _LegacyEntry):
+            if not kept:  # a legacy entry cannot be emptied: kept whole when it must stay
+                return (batch.to_bytes(), header.max_timestamp, len(records)) if keep_empty else None
+            data, max_timestamp = batch.rebuilt(kept)
+            return data, max_timestamp, len(kept)
         if kept:
             builder = BatchBuilder(base_offset=header.base_offset, compression=header.compression,
                                    timestamp_type=header.timestamp_type,
@@ -459,7 +507,9 @@ class Cleaner:
                         stats.messages_written += count
                         wrote = True
                 if i == last_with_data and not wrote and last_header is not None:
-                    data = empty_batch(last_header)  # keep the group's end offset (see module doc)
+                    # keep the group's end offset (see module doc); a legacy entry stays whole
+                    data = last_header.to_bytes() if isinstance(last_header, _LegacyEntry) else empty_batch(
+                        last_header)
                     dest.append(last_header.last_offset, last_header.max_timestamp,
                                 last_header.last_offset, [data], len(data))
                     stats.bytes_written += len(data)

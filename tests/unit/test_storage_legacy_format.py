@@ -268,3 +268,38 @@ def test_crc_of_a_stored_message_is_kafkas_crc32(tmp_path):
     raw = log.read(0, 100)
     assert int.from_bytes(raw[12:16], "big") == zlib.crc32(raw[16:])
     log.close()
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_cleaner_compacts_legacy_entries_keeping_offsets_magic_and_codec(tmp_path, magic):
+    from kafkalike.storage.cleaner import LogCleaner
+    now = TS + 10_000
+    cfg = config(magic, cleanup_policy=["compact"], segment_bytes=300, min_cleanable_dirty_ratio=0.0,
+                 file_delete_delay_ms=0, index_interval_bytes=64)
+    log = Log(str(tmp_path / "t-0"), cfg, clock=lambda: now)
+    history = []
+    for n in range(12):
+        codec = GZIP if n % 3 == 0 else NONE
+        pairs = [(b"key%d" % ((3 * n + i) % 4), b"value%d" % (3 * n + i)) for i in range(3)]
+        batch = encode_batch([(k, v, None, TS + 3 * n + i) for i, (k, v) in enumerate(pairs)], compression=codec)
+        info = log.append(from_producer(batch, ProduceRules(log_magic=magic), now))
+        history += [(info.first_offset + i, k, v) for i, (k, v) in enumerate(pairs)]
+    log.roll()
+    log.update_high_watermark(log.log_end_offset)
+    result = LogCleaner([log], clock=lambda: now).clean_once()
+    assert result is not None
+    raw = b"".join(s.read_bytes(0, s.size) for s in log.segments)
+    stored = entries(raw)
+    assert {(type(b), b.magic) for b in stored} == {(LegacyBatch, magic)}
+    assert {b.compression for b in stored} == {NONE, GZIP}
+    got = [(r.offset, r.key, r.value) for b in stored for r in b.records()]
+    latest = {}
+    for offset, key, value in history:
+        latest[key] = (offset, key, value)
+    assert sorted(latest.values()) == [g for g in got if g[1] in latest and latest[g[1]][0] == g[0]]
+    assert len(got) < len(history) and [o for o, *_ in got] == sorted(o for o, *_ in got)
+    assert log.log_end_offset == 36
+    log.close()
+    reopened = Log(str(tmp_path / "t-0"), cfg, clock=lambda: now, had_clean_shutdown=False)
+    assert reopened.log_end_offset == 36 and reopened.recovery_stats.truncated_bytes == 0
+    reopened.close()
