@@ -61,6 +61,8 @@ class BrokerMetrics:
         self.registry.add_source(self._replica_manager, "ReplicaManager")
         self.registry.add_source(self._logs, "Log")
         self.registry.add_source(self._purgatories, "DelayedOperationPurgatory")
+        if services.fetch_sessions is not None:
+            self.registry.add_source(self._fetch_sessions, "FetchSessionCache")
         self.registry.add_source(self._alter_log_dirs, "ReplicaAlterLogDirsManager")
         self.registry.add_source(services.request_metrics.readings, "RequestMetrics")
         self.registry.add_source(self._controller, "KafkaController")
@@ -144,6 +146,14 @@ class BrokerMetrics:
             tags = (("delayedOperation", operation),)
             # Watched entries, an operation once per key it waits on, as Kafka counts them.
             yield _gauge("kafka.server", "DelayedOperationPurgatory", "PurgatorySize", purgatory.watched(), tags)
+
+    def _fetch_sessions(self) -> Iterator[Reading]:
+        """Kafka's FetchSessionCache gauges and its eviction meter (KIP-227)."""
+        cache = self.server.services.fetch_sessions.cache
+        fsc = ("kafka.server", "FetchSessionCache")
+        yield _gauge(*fsc, "NumIncrementalFetchSessions", len(cache))
+        yield _gauge(*fsc, "NumIncrementalFetchPartitionsCached", cache.total_partitions)
+        yield Reading(MetricName(*fsc, "IncrementalFetchSessionEvictionsPerSec"), Kind.METER, cache.evictions)
 
     def _alter_log_dirs(self) -> Iterator[Reading]:
         """Kafka's fetcher manager MaxLag for moves between log dirs: the largest number of

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from kafkalike.broker.authorizer import Authorizer
     from kafkalike.broker.client_quotas import ClientQuotaManager, ClientQuotas
     from kafkalike.broker.config import KafkaConfig
+    from kafkalike.broker.fetch_session import FetchManager
     from kafkalike.broker.metadata_cache import MetadataCache
     from kafkalike.broker.network import KafkaConnection
     from kafkalike.broker.replica_alter_log_dirs import ReplicaAlterLogDirsManager
@@ -79,6 +80,8 @@ class BrokerServices:
     authorizer: Authorizer | None = None
     # Moves between this broker's log dirs (replica_alter_log_dirs.py); None in unit tests.
     alter_log_dirs: ReplicaAlterLogDirsManager | None = None
+    # Incremental fetch sessions (fetch_session.py); None: every fetch is sessionless.
+    fetch_sessions: FetchManager | None = None
     # Kafka's RequestMetrics, which the listener records every answered request into.
     request_metrics: RequestMetrics = field(
         default_factory=lambda: RequestMetrics({key: spec.name for key, spec in APIS.items()}))
@@ -179,6 +182,10 @@ class RequestContext:
     @property
     def quotas(self) -> ClientQuotas | None:
         return self.services.quotas
+
+    @property
+    def fetch_sessions(self) -> FetchManager | None:
+        return self.services.fetch_sessions
 
 
 HANDLERS: dict[int, Registration] = {}

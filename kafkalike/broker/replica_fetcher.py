@@ -6,6 +6,14 @@ watermark. Divergence after a leader change is found the 2.7+ way: each request 
 the epoch of the last batch we hold (last_fetched_epoch); when the leader's history
 differs it answers with DivergingEpoch and we truncate to where the two agree before
 fetching again, so replicas never keep a tail the leader does not have.
+
+Each fetcher keeps an incremental fetch session with its leader (KIP-227), as Kafka's
+ReplicaFetcherThread does through FetchSessionHandler: the first fetch lists every
+partition, later ones only the partitions whose position (or epoch, or log start)
+moved, and the leader answers only the partitions with news. A session error, a
+malformed answer or a lost connection sends a full fetch next, which opens a new
+session; a leader whose session cache is full answers session id 0 and the fetcher
+keeps sending full fetches.
 """
 from __future__ import annotations
 
@@ -16,6 +24,7 @@ from twisted.internet import defer, task
 
 from kafkalike.broker.replication_quota import ReplicationQuota
 from kafkalike.common import outbound
+from kafkalike.common.fetch_session_handler import FetchRequestData, FetchSessionHandler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.fetch import FetchRequest
 
@@ -49,6 +58,7 @@ class ReplicaFetcher:
         self.partition_max_bytes = cfg.get("replica.fetch.max.bytes")
         self.backoff_s = cfg.get("replica.fetch.backoff.ms") / 1000.0
         self.name = f"ReplicaFetcherThread-0-{leader_id}"
+        self.session: FetchSessionHandler[TopicPartition, tuple] = FetchSessionHandler()
 
     def add(self, tp: TopicPartition, state: FetchState) -> None:
         self.partitions[tp] = state
@@ -88,15 +98,25 @@ class ReplicaFetcher:
                     if not sent:      # every partition waits for the throttle (Kafka backs off too)
                         await task.deferLater(reactor, self.backoff_s, lambda: None)
                         continue
-                    response = await self.conn.request(self._request(sent), FETCH_VERSION)
+                    data = self._session_request(sent)
+                    response = await self.conn.request(self._request(data), FETCH_VERSION)
                 except Exception as exc:
                     if self.stopped:
                         return
+                    self.session.handle_error()
                     log.warning("[%s] Error in fetch from broker %d at %s:%d: %s", self.name,
                                 self.leader_id, self.host, self.port, exc)
                     self.conn = None
                     await task.deferLater(reactor, self.backoff_s, lambda: None)
                     continue
+                answered = [(t.topic, p.partition) for t in response.responses for p in t.partition_responses]
+                if not self.session.handle_response(response.error_code, response.session_id, answered,
+                                                    response.throttle_time_ms > 0):
+                    if response.error_code:
+                        log.info("[%s] Node %d was unable to process the fetch request with (sessionId=%d, "
+                                 "epoch=%d): %s.", self.name, self.leader_id, data.session_id, data.epoch,
+                                 ErrorCode(response.error_code).name)
+                    continue          # the next fetch is a full one
                 if self._process(sent, response):
                     await task.deferLater(reactor, self.backoff_s, lambda: None)
         finally:
@@ -108,21 +128,33 @@ class ReplicaFetcher:
         quota = self.quota
         return quota is not None and not state.in_sync and quota.is_throttled(*tp) and quota.is_exceeded()
 
-    def _request(self, sent: dict[TopicPartition, FetchState]) -> FetchRequest:
-        by_topic: dict[str, list] = {}
+    def _session_request(self, sent: dict[TopicPartition, FetchState]) -> FetchRequestData:
+        """What this round's fetch lists: with a session, only what changed."""
         rm = self.server.replica_manager
-        for (topic, p), state in sent.items():
-            part = rm.partitions.get((topic, p))
+        wanted = {}
+        for tp, state in sent.items():
+            part = rm.partitions.get(tp)
             last_epoch = part.log.leader_epoch_cache.latest_epoch if part is not None else None
+            wanted[tp] = (state.fetch_offset, state.leader_epoch, -1 if last_epoch is None else last_epoch,
+                          part.log.log_start_offset if part is not None else -1)
+        return self.session.build(wanted)
+
+    def _request(self, data: FetchRequestData) -> FetchRequest:
+        by_topic: dict[str, list] = {}
+        for (topic, p), (fetch_offset, leader_epoch, last_epoch, log_start) in data.to_send.items():
             by_topic.setdefault(topic, []).append(FetchRequest.FetchPartition(
-                partition=p, current_leader_epoch=state.leader_epoch, fetch_offset=state.fetch_offset,
-                last_fetched_epoch=-1 if last_epoch is None else last_epoch,
-                log_start_offset=part.log.log_start_offset if part is not None else -1,
+                partition=p, current_leader_epoch=leader_epoch, fetch_offset=fetch_offset,
+                last_fetched_epoch=last_epoch, log_start_offset=log_start,
                 partition_max_bytes=self.partition_max_bytes))
+        forgotten: dict[str, list[int]] = {}
+        for topic, p in data.to_forget:
+            forgotten.setdefault(topic, []).append(p)
         return FetchRequest(replica_id=self.server.broker_id, max_wait_ms=self.max_wait_ms,
                             min_bytes=self.min_bytes, max_bytes=self.max_bytes, isolation_level=0,
-                            session_id=0, session_epoch=-1,
-                            topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()])
+                            session_id=data.session_id, session_epoch=data.epoch,
+                            topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+                            forgotten_topics_data=[FetchRequest.ForgottenTopic(topic=t, partitions=ps)
+                                                   for t, ps in forgotten.items()])
 
     def _process(self, sent, response) -> bool:
         """Apply one fetch response; True when the fetcher should back off."""

@@ -19,6 +19,7 @@ from kafkalike.broker.alter_isr import AlterIsrManager
 from kafkalike.broker.authorizer import acl_authorizer
 from kafkalike.broker.authorizer.acl_authorizer import AclAuthorizer
 from kafkalike.broker.client_quotas import ClientQuotas
+from kafkalike.broker.fetch_session import FetchManager, FetchSessionCache
 from kafkalike.broker.config import ConfigError, KafkaConfig, api_version_at_least
 from kafkalike.broker.config_changes import ConfigChangeListener
 from kafkalike.broker.dynamic_config import LISTENER_CONFIGS, LOG_CONFIGS, DynamicBrokerConfig
@@ -191,7 +192,9 @@ class KafkaServer:
             topic_configs=self.topic_configs, groups=self.group_coordinator, admin=self.admin,
             controller=controller, producer_ids=self.producer_id_manager, epochs=self.epochs,
             transactions=self.transaction_coordinator, quotas=self.quotas, authorizer=self.authorizer,
-            alter_log_dirs=self.alter_log_dirs)
+            alter_log_dirs=self.alter_log_dirs,
+            fetch_sessions=FetchManager(FetchSessionCache(cfg.get("max.incremental.fetch.session.cache.slots")),
+                                        self.time_ms))
         load_handlers()
         self.scram_credentials = ScramCredentialCache(self.zk)
         await self.scram_credentials.load_all()

@@ -5,9 +5,14 @@ lists the aborted transactions overlapping what was read (from the segments' txn
 indexes), so the client drops their records without the broker decoding any; every
 answer carries the partition's last stable offset, as Kafka's does.
 
-Waits in the fetch purgatory for fetch.min.bytes up to fetch.max.wait.ms. Fetch
-sessions (KIP-227) are not kept: every answer has session id 0, which tells clients
-to send full fetch requests, as a Kafka broker with a full session cache does.
+Waits in the fetch purgatory for fetch.min.bytes up to fetch.max.wait.ms.
+
+Fetch v7+ may use incremental fetch sessions (KIP-227, kafkalike/broker/fetch_session.py):
+a full fetch (epoch 0) opens a session when the cache has a slot, an incremental one
+reads every partition of its session but lists only the partitions with news, and a
+session error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) is answered
+with no partitions. A sessionless fetch (session id 0, epoch -1: every fetch before v7,
+and librdkafka's) takes the same path as before sessions existed.
 
 Every version Kafka 2.8 serves, 0-12. Fetch v0-1 clients read only magic 0 message
 sets and v2-3 only magic 1, so their answers are down-converted from the stored v2
@@ -28,6 +33,7 @@ import logging
 from twisted.internet import defer
 
 from kafkalike.broker.authorizer.service import fetch_refused_topics
+from kafkalike.broker.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID, FetchContext, SessionlessContext
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.broker.replica_manager import FetchParams, FetchResult, FetchSpec
 from kafkalike.common.versions import record_version as _record_version
@@ -40,6 +46,7 @@ _Part = FetchResponse.FetchablePartitionResponse
 _Aborted = FetchResponse.AbortedTransaction
 log = logging.getLogger("kafka.server.KafkaApis")
 _REFUSED = FetchResult(error=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+_SESSIONLESS = SessionlessContext()
 _log_magic = functools.lru_cache(maxsize=64)(_record_version)  # magic of a message.format.version
 
 
@@ -58,38 +65,67 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest):
                          max_bytes, isolation_level=request.isolation_level if ctx.version >= 4 else 0,
                          leader_only=request.replica_id >= 0 or ctx.version < 11,
                          hard_max_bytes_limit=ctx.version <= 2)
-    order = []
-    refused = fetch_refused_topics(ctx, request.replica_id, (t.topic for t in request.topics))
-    for t in request.topics:
-        for p in t.partitions:
-            tp = (t.topic, p.partition)
-            order.append(tp)
-            if t.topic in refused:
-                continue          # answered TOPIC_AUTHORIZATION_FAILED by _answer
-            params.partitions[tp] = FetchSpec(p.fetch_offset, p.partition_max_bytes,
-                                              p.current_leader_epoch, p.log_start_offset,
-                                              p.last_fetched_epoch)
+    context = _session_context(ctx, request)
+    if context is not None and context.error is not None:
+        return context.finish(None)          # a session error: no partitions are read
+    if context is None or context.partitions is None:
+        order = []
+        refused = fetch_refused_topics(ctx, request.replica_id, (t.topic for t in request.topics))
+        for t in request.topics:
+            for p in t.partitions:
+                tp = (t.topic, p.partition)
+                order.append(tp)
+                if t.topic in refused:
+                    continue          # answered TOPIC_AUTHORIZATION_FAILED by _answer
+                params.partitions[tp] = FetchSpec(p.fetch_offset, p.partition_max_bytes,
+                                                  p.current_leader_epoch, p.log_start_offset,
+                                                  p.last_fetched_epoch)
+    else:
+        # A session's partitions, in the session's order (an incremental fetch reads them all).
+        order = list(context.partitions)
+        refused = fetch_refused_topics(ctx, request.replica_id, {topic for topic, _ in order})
+        params.partitions = {tp: spec for tp, spec in context.partitions.items() if tp[0] not in refused}
     result = ctx.replicas.fetch(params, ctx.metadata.contains)
     convert = _Conversion(ctx, request, params) if ctx.version < 10 else None
     if isinstance(result, defer.Deferred):
         result = result.addCallback(_answer, order, ctx.version, convert)
-        return result.addCallback(_charge_quota, ctx, quotas) if quotas is not None else result
+        if quotas is None and context is None:
+            return result
+        return result.addCallback(_finish, ctx, quotas, context)
     response = _answer(result, order, ctx.version, convert)
-    return _charge_quota(response, ctx, quotas) if quotas is not None else response
+    return response if quotas is None and context is None else _finish(response, ctx, quotas, context)
 
 
-def _charge_quota(response: FetchResponse, ctx: RequestContext, quotas) -> FetchResponse:
+def _session_context(ctx: RequestContext, request: FetchRequest) -> FetchContext | None:
+    """The fetch's session context (KIP-227), or None for a sessionless fetch (session id
+    0, epoch -1: every fetch before v7 and every one from librdkafka), which is handled
+    exactly as before sessions existed."""
+    if request.session_id == INVALID_SESSION_ID and request.session_epoch == FINAL_EPOCH:
+        return None
+    sessions = ctx.fetch_sessions
+    if sessions is None:
+        return None
+    fetch_data = {(t.topic, p.partition): FetchSpec(p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch,
+                                                    p.log_start_offset, p.last_fetched_epoch)
+                  for t in request.topics for p in t.partitions}
+    forgotten = [(t.topic, p) for t in request.forgotten_topics_data or () for p in t.partitions]
+    return sessions.new_context(request.session_id, request.session_epoch, fetch_data, forgotten,
+                                privileged=request.replica_id >= 0)
+
+
+def _finish(response: FetchResponse, ctx: RequestContext, quotas, context: FetchContext | None) -> FetchResponse:
     """consumer_byte_rate: the bytes answered are charged; a consumer now over its quota
     gets an empty answer instead, and those bytes are taken back (Kafka's
     unrecordQuotaSensor), so the next fetch after the throttle reads them. The listener
-    puts the throttle in throttle_time_ms and mutes the connection."""
-    if not quotas.fetch.enabled:
-        return response
-    size = sum(len(p.record_set or b"") for t in response.responses for p in t.partition_responses)
-    if quotas.record_fetch(ctx, size) > 0:
-        quotas.unrecord_fetch(ctx, size)
-        response.responses = []
-    return response
+    puts the throttle in throttle_time_ms and mutes the connection. Then the session, if
+    any, learns what it told and leaves out what did not change."""
+    context = context or _SESSIONLESS
+    if quotas is not None and quotas.fetch.enabled:
+        size = context.response_size(response)
+        if quotas.record_fetch(ctx, size) > 0:
+            quotas.unrecord_fetch(ctx, size)
+            return context.throttled(response)
+    return context.finish(response)
 
 
 class _Conversion:
@@ -120,7 +156,7 @@ class _Conversion:
             return ErrorCode.UNSUPPORTED_VERSION, b"", False
         spec = self.params.partitions[(topic, partition)]
         try:
-            converted = down_convert(records, self.magic, spec.fetch_offset,
+            converted = down_convert(bytes(records), self.magic, spec.fetch_offset,
                                      hard_limit=spec.max_bytes if self.version <= 2 else None)
         except ConversionError as exc:
             log.debug("Down-conversion of %s-%d for a Fetch v%d failed: %s", topic, partition, self.version, exc)
