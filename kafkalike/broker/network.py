@@ -14,6 +14,12 @@ written in request order, so what a client sees is what Kafka's muting gives it;
 other request waits until every earlier one is answered (docs/architecture.md).
 Sockets are TCP_NODELAY, as Kafka's are: small responses are not held back by Nagle.
 
+Produce requests are decoded, and Produce and Fetch answers encoded, by the dedicated
+codecs of kafkalike.protocol.fast (through kafkalike.protocol.api), and every request
+header by one struct call. On a plaintext listener the record sets of large Fetch
+answers stay ranges of segment files and go out with sendfile
+(kafkalike.broker.sendfile_writer); under TLS they are read and written as bytes.
+
 Security (docs/security.md): on an SSL listener the transport is Twisted's TLS protocol
 and the principal comes from the client's certificate once the handshake completes; on a
 SASL listener the connection carries a `SaslServerAuthenticator` that admits only
@@ -40,7 +46,8 @@ from kafkalike.broker.security.authenticator import SaslServerAuthenticator, zoo
 from kafkalike.broker.security.listener import ListenerSecurity
 from kafkalike.broker.security.principal import NoMatchingRule
 from kafkalike.common.keystores import principal_name
-from kafkalike.protocol.api import decode_request_header, encode_response, size_prefixed
+from kafkalike.broker.sendfile_writer import SendfileWriter, transport_supports_sendfile
+from kafkalike.protocol.api import decode_request_body, encode_response, parse_request_header, size_prefixed
 from kafkalike.protocol.errors import ErrorCode, ProtocolDecodeError
 
 log = logging.getLogger("kafka.network.Processor")
@@ -58,6 +65,11 @@ ANONYMOUS = "User:ANONYMOUS"
 # sasl.server.max.receive.size): an unauthenticated client cannot make the broker
 # allocate socket.request.max.bytes per connection.
 SASL_MAX_RECEIVE = 524288
+# A Fetch answer's record set of at least this many bytes is sent with sendfile on a
+# plaintext listener (kafkalike.broker.sendfile_writer); smaller ones are read, since a
+# file range costs the answer an extra turn of the reactor.
+SENDFILE_FROM = 65536
+_FETCH = 1
 
 
 class _InFlight:
@@ -100,6 +112,8 @@ class KafkaConnection(SizePrefixedReceiver):
         self.peer = "?"
         self.connection_id = ""
         self.client_information: tuple[str, str] | None = None   # from ApiVersions (KIP-511)
+        self._files: SendfileWriter | None = None     # plaintext TCP only: answers with file ranges
+        self._keep_files_from: int | None = None
 
     @property
     def MAX_LENGTH(self) -> int:  # noqa: N802 (the framing's name)
@@ -117,6 +131,9 @@ class KafkaConnection(SizePrefixedReceiver):
                 transport.setTcpNoDelay(True)
             except OSError:
                 pass
+        if transport is self.transport and transport_supports_sendfile(transport):
+            self._files = SendfileWriter(transport)
+            self._keep_files_from = SENDFILE_FROM
         peer = self.transport.getPeer()
         self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
         self.connection_id = request_log.connection_id(self.transport)
@@ -163,6 +180,8 @@ class KafkaConnection(SizePrefixedReceiver):
         self.connections.discard(self)
         self._queue.clear()
         self._inflight.clear()
+        if self._files is not None:
+            self._files.stopProducing()      # the transport calls it too; closing twice is harmless
 
     def lengthLimitExceeded(self, length: int) -> None:
         limit = "socket.request.max.bytes"
@@ -239,8 +258,23 @@ class KafkaConnection(SizePrefixedReceiver):
             self._mute(throttle_ms)
             return  # acks=0 produce: Kafka sends nothing back
         encoding = time.monotonic()
-        chunks = encode_response(ctx.api_key, slot.version, ctx.correlation_id, response)
-        self.transport.writeSequence(size_prefixed(chunks))
+        files = self._files
+        if files is None:
+            self.transport.writeSequence(size_prefixed(
+                encode_response(ctx.api_key, slot.version, ctx.correlation_id, response)))
+        elif ctx.api_key == _FETCH:
+            chunks = size_prefixed(encode_response(_FETCH, slot.version, ctx.correlation_id, response,
+                                                   self._keep_files_from))
+            if files.busy or any(type(c) is not bytes for c in chunks):
+                files.write(chunks)
+            else:
+                self.transport.writeSequence(chunks)
+        else:
+            chunks = size_prefixed(encode_response(ctx.api_key, slot.version, ctx.correlation_id, response))
+            if files.busy:
+                files.write(chunks)
+            else:
+                self.transport.writeSequence(chunks)
         sent = time.monotonic()
         self._record(slot, sent, throttle_ms, encoding)
         if quotas is not None:
@@ -275,12 +309,11 @@ class KafkaConnection(SizePrefixedReceiver):
             self._raw_token(auth, frame).addBoth(self._complete, slot)
             return
         try:
-            header, reader = decode_request_header(frame)
+            api_key, version, correlation_id, client_id, body_at = parse_request_header(frame)
         except ProtocolDecodeError as exc:
             log.warning("Closing connection from %s: unreadable request header (%s)", self.peer, exc)
             self.transport.abortConnection()
             return self._complete(None, slot)
-        api_key, version = header.request_api_key, header.request_api_version
         reg = HANDLERS.get(api_key)
         if reg is None:
             log.warning("Closing connection from %s: unknown api key %d", self.peer, api_key)
@@ -289,7 +322,7 @@ class KafkaConnection(SizePrefixedReceiver):
         if auth is not None and not self._sasl_admits(auth, api_key, reg.spec.name,
                                                       reg.min_version <= version <= reg.max_version):
             return self._complete(None, slot)
-        ctx = RequestContext(api_key, version, header.correlation_id, header.client_id,
+        ctx = RequestContext(api_key, version, correlation_id, client_id,
                              self.peer.rsplit(":", 1)[0], self.services, self)
         ctx.request_size = len(frame)
         if not reg.min_version <= version <= reg.max_version:
@@ -303,7 +336,7 @@ class KafkaConnection(SizePrefixedReceiver):
                 self.transport.abortConnection()
                 return self._complete(None, slot)
         try:
-            request = reg.spec.request.read_from(reader, version)
+            request = decode_request_body(api_key, version, frame, body_at)
             slot.follower = getattr(request, "replica_id", -1) >= 0   # FetchFollower, not FetchConsumer
         except ProtocolDecodeError as exc:
             log.warning("Closing connection from %s: malformed %s v%d request (%s)",

@@ -370,8 +370,10 @@ class ReplicaManager:
                 if self.leader_throttled(part, params.replica_id):
                     data = b""
                 else:
-                    data = log_.read(spec.fetch_offset, limit, max_offset=upper,
-                                     min_one_batch=first_batch_owed)
+                    # Where the batches lie, not their bytes: the listener sends them from
+                    # the file (sendfile) or reads them when it encodes the answer.
+                    data = log_.read_slice(spec.fetch_offset, limit, max_offset=upper,
+                                           min_one_batch=first_batch_owed)
                 if data:
                     first_batch_owed = params.hard_max_bytes_limit
                     budget -= len(data)

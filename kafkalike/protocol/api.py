@@ -13,8 +13,11 @@ from dataclasses import dataclass
 
 from kafkalike.protocol import messages
 from kafkalike.protocol.errors import ProtocolDecodeError
+from kafkalike.protocol.fast import fetch as fast_fetch
+from kafkalike.protocol.fast import produce as fast_produce
+from kafkalike.protocol.fast.header import RequestHeaderParser
 from kafkalike.protocol.messages.headers import RequestHeader, ResponseHeader
-from kafkalike.protocol.schema import MessageData, UnsupportedVersionError
+from kafkalike.protocol.schema import MessageData, UnsupportedVersionError, parse_versions
 from kafkalike.protocol.types import Reader, Writer
 
 _SIZE = struct.Struct(">i")
@@ -104,6 +107,33 @@ def decode_request_header(frame) -> tuple[RequestHeader, Reader]:
     return header, r
 
 
+def _header_parser() -> RequestHeaderParser:
+    flexible = {}
+    for key, spec in APIS.items():
+        rng = parse_versions(spec.request.SCHEMA.flexible)
+        if rng is not None:
+            flexible[key] = rng
+    v0 = frozenset((key, v) for key, spec in APIS.items() for v in range(spec.versions[0], spec.versions[1] + 1)
+                   if spec.request_header_version(v) == 0)
+    return RequestHeaderParser(flexible, v0)
+
+
+# The broker's header parse: (api key, version, correlation id, client id, body position),
+# equal to decode_request_header's, in one struct call.
+parse_request_header = _header_parser().parse
+
+
+def decode_request_body(api_key: int, version: int, frame, pos: int) -> MessageData:
+    """The body of a request whose header ends at `pos`: Produce by its dedicated decoder
+    (kafkalike.protocol.fast), the rest by the generic one."""
+    if api_key == 0 and 0 <= version <= 9:
+        return fast_produce.decode_produce_request(frame, pos, version)
+    spec = APIS.get(api_key)
+    if spec is None:
+        raise ProtocolDecodeError(f"unknown api key {api_key}")
+    return spec.request.read_from(Reader(frame, pos), version)
+
+
 def decode_request(frame) -> tuple[RequestHeader, MessageData]:
     header, r = decode_request_header(frame)
     spec = APIS.get(header.request_api_key)
@@ -113,8 +143,24 @@ def decode_request(frame) -> tuple[RequestHeader, MessageData]:
     return header, body
 
 
-def encode_response(api_key: int, version: int, correlation_id: int, body: MessageData) -> list:
-    """The response frame (without its size prefix) as a list of buffers."""
+def encode_response(api_key: int, version: int, correlation_id: int, body: MessageData,
+                    keep_files_from: int | None = None) -> list:
+    """The response frame (without its size prefix) as a list of buffers.
+
+    Produce and Fetch answers go through their dedicated encoders; with
+    `keep_files_from`, a Fetch answer's record sets that are file ranges of at least that
+    many bytes stay in the list as they are, for the listener to sendfile.
+    """
+    if api_key == 0 and 0 <= version <= 9:
+        return fast_produce.encode_produce_response(version, correlation_id, body)
+    if api_key == 1 and 0 <= version <= 12:
+        return fast_fetch.encode_fetch_response(version, correlation_id, body, keep_files_from)
+    return encode_response_generic(api_key, version, correlation_id, body)
+
+
+def encode_response_generic(api_key: int, version: int, correlation_id: int, body: MessageData) -> list:
+    """encode_response through the schema walker, for every API: the reference the
+    dedicated encoders are tested against."""
     spec = APIS[api_key]
     w = Writer()
     ResponseHeader(correlation_id=correlation_id).encode_into(w, spec.response_header_version(version))
@@ -134,6 +180,7 @@ def size_prefixed(chunks: list) -> list:
     return [_SIZE.pack(total)] + chunks
 
 
-__all__ = ["APIS", "API_NAMES", "ApiSpec", "encode_request", "decode_request",
-           "decode_request_header", "encode_response", "decode_response", "size_prefixed",
+__all__ = ["APIS", "API_NAMES", "ApiSpec", "encode_request", "decode_request", "decode_request_body",
+           "decode_request_header", "parse_request_header", "encode_response", "encode_response_generic",
+           "decode_response", "size_prefixed",
            "UnsupportedVersionError"]

@@ -25,6 +25,9 @@ ZERO_UUID = _uuid.UUID(int=0)
 # copied into the header buffer, so a Fetch response is written with writev-style
 # sequences and the records are copied at most once, by the transport.
 _CHUNK_THRESHOLD = 4096
+# Anything else written as bytes (a LogSlice: a range of a segment file) is read through
+# its __bytes__ by the generic writer; only the dedicated Fetch encoder keeps it as is.
+_BUFFERS = (bytes, bytearray, memoryview)
 
 
 class Reader:
@@ -264,14 +267,14 @@ class Writer:
             self.int32(-1)
             return
         self.int32(len(v))
-        self.raw(v)
+        self.raw(v if type(v) in _BUFFERS else bytes(v))
 
     def compact_bytes(self, v) -> None:
         if v is None:
             self.uvarint(0)
             return
         self.uvarint(len(v) + 1)
-        self.raw(v)
+        self.raw(v if type(v) in _BUFFERS else bytes(v))
 
     def array_length(self, n: int | None, compact: bool) -> None:
         if compact:

@@ -66,7 +66,12 @@ def wall_clock_ms() -> int:
 
 @dataclass(frozen=True, slots=True)
 class LogSlice:
-    """Whole batches in one segment file: read them, or sendfile(fd, position, size)."""
+    """Whole batches in one segment file: read them, or sendfile(fd, position, size).
+
+    A fetch answer carries it as its record set: it has the length of the bytes it
+    stands for, and bytes(slice) reads them, so the codec and the byte counts (quotas,
+    meters, the request log) treat it as the records; the plaintext listener sends it
+    with sendfile instead (kafkalike.broker.network)."""
 
     start_offset: int
     segment_base_offset: int
@@ -80,6 +85,20 @@ class LogSlice:
         if self.size == 0:
             return b""
         return os.pread(self.fd, self.size, self.position)
+
+    def __bytes__(self) -> bytes:
+        """The bytes, exactly len(self) of them: an answer's size prefix was counted from
+        the length, so a short read (the file truncated since) must not pass silently."""
+        data = self.read()
+        if len(data) != self.size:
+            raise OSError(f"read {len(data)} of {self.size} bytes at {self.position} of {self.path}")
+        return data
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bool__(self) -> bool:
+        return self.size > 0
 
 
 def _change_suffix(segment: LogSegment, old: str, new: str) -> None:
