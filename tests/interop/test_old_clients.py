@@ -8,6 +8,10 @@ speaks 0.9's (magic 0). Kafka 2.8 serves them all, converting on the way in and 
 records cross between old and new clients with keys, values and offsets intact, and
 timestamps wherever the older side's format has them. kafka-python's own legacy record
 code judges the bytes the broker writes for them.
+
+Topics whose message.format.version predates 0.11 (last test, three brokers) hold magic 1
+or magic 0 entries in their logs, as Kafka 2.8's do: on every replica, after a follower's
+crash and recovery, and as kafka-dump-log shows them.
 """
 from __future__ import annotations
 
@@ -261,3 +265,107 @@ def test_we_read_kafka_pythons_legacy_sets(magic, codec):
     assert batch.magic == magic and batch.compression == LEGACY_CODECS.index(codec)
     assert [(r.offset, r.timestamp, r.key, r.value) for r in batch] == \
         [(i, BASE_TS + i if magic else -1, b"k%d" % i, b"v%d" % i) for i in range(30)]
+
+
+# ------------------------------------------- topics of an old message format, replicated
+
+
+def _leader(bootstrap: str, topic: str) -> int:
+    meta = Producer({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+    return meta.topics[topic].partitions[0].leader
+
+
+def _isr(bootstrap: str, topic: str) -> list[int]:
+    meta = Producer({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+    return sorted(meta.topics[topic].partitions[0].isrs)
+
+
+def _segment(broker, topic: str):
+    return sorted((broker.log_dir / f"{topic}-0").glob("*.log"))[0]
+
+
+def _dump_log(segment) -> list[str]:
+    out = subprocess.run(["bin/kafka-dump-log.sh", "--files", str(segment), "--deep-iteration", "--print-data-log"],
+                         check=True, timeout=60, capture_output=True, text=True).stdout
+    return out.splitlines()
+
+
+def test_old_format_topics_store_magic_0_and_1_on_every_replica(kafka_cluster):
+    """message.format.version 0.10.2 and 0.9.0: the log holds magic 1 / magic 0 entries, as
+    Kafka 2.8's does, whoever produces (confluent-kafka's v2 batches are converted, kafka-python
+    0.10's magic 1 sets kept in their format); followers copy them byte for byte, a follower
+    killed with a torn tail recovers and catches up, and every client reads the same records."""
+    bootstrap = kafka_cluster.bootstrap
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    topics = {1: "fmt-0-10", 0: "fmt-0-9"}
+    admin.create_topics([NewTopic(topics[1], 1, 3, topic_configs={"message.format.version": "0.10.2"}),
+                         NewTopic(topics[0], 1, 2, topic_configs={"message.format.version": "0.9.0"})])
+    admin.close()
+    brokers = {b.broker_id: b for b in kafka_cluster.brokers}
+    sent = {magic: [] for magic in topics}
+
+    def produce_both(first: int, count: int) -> None:
+        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "compression.codec": "gzip", "acks": "all"})
+        kp = old_producer(bootstrap, (0, 10), acks="all", compression_type="snappy")
+        half = first + count // 2
+        for magic, topic in topics.items():    # confluent-kafka's half first, then kafka-python's
+            for i in range(first, first + count):
+                key, value, ts = b"k%d" % i, b"v%d" % i * 3, BASE_TS + i
+                if i == half:
+                    assert p.flush(30) == 0
+                if i < half:
+                    p.produce(topic, key=key, value=value, timestamp=ts)
+                else:
+                    kp.send(topic, key=key, value=value, timestamp_ms=ts)
+                sent[magic].append((key, value, ts))
+            kp.flush(30)
+        kp.close()
+
+    produce_both(0, 40)
+    # A follower of the magic 0 topic dies; more records come; a torn entry is left at its tail.
+    leader0 = _leader(bootstrap, topics[0])
+    follower = next(b for b in brokers.values() if b.broker_id != leader0 and (b.log_dir / f"{topics[0]}-0").exists())
+    follower.kill()
+    produce_both(40, 20)
+    with open(_segment(follower, topics[0]), "ab") as f:
+        f.write(_segment(brokers[leader0], topics[0]).read_bytes()[-30:])
+    follower.start()
+    follower.wait_ready()
+    wait_until(lambda: _isr(bootstrap, topics[0]) == sorted([leader0, follower.broker_id]), timeout=30,
+               what="the restarted follower back in the ISR")
+    assert f"[{topics[0]}-0] Corruption found in segment 0" in follower.server_log.read_text()
+
+    for magic, topic in topics.items():
+        leader = brokers[_leader(bootstrap, topic)]
+        stored = batches_on_disk(leader.log_dir, topic)    # kafka-python's legacy reader checks each CRC
+        assert {b.magic for b in stored} == {magic}
+        assert [(r.key, r.value) for b in stored for r in b] == [(k, v) for k, v, _ in sent[magic]]
+        # Every replica holds the leader's bytes.
+        leader_bytes = _segment(leader, topic).read_bytes()
+        replicas = [b for b in brokers.values() if (b.log_dir / f"{topic}-0").exists()]
+        wait_until(lambda: all(_segment(b, topic).read_bytes() == leader_bytes for b in replicas), timeout=30,
+                   what=f"every replica of {topic} equal to the leader's")
+        dump = _dump_log(_segment(leader, topic))
+        entries = [line for line in dump if line.startswith("offset: ")]
+        assert entries and all(f"magic: {magic}" in line for line in entries)
+        assert any("compresscodec: GZIP" in line for line in entries)
+        assert any("compresscodec: SNAPPY" in line for line in entries)
+        assert all("partitionLeaderEpoch: -1" in line for line in dump if "| offset:" in line)
+        assert any(f"key: k7 payload: {'v7' * 3}" in line for line in dump)
+
+        count = len(sent[magic])
+        expected = [(i, k, v) for i, (k, v, _) in enumerate(sent[magic])]
+        ts = [t for *_, t in sent[magic]]
+        new_ck = read_librdkafka(bootstrap, topic, count)
+        assert [(o, k, v) for o, _, k, v in new_ck] == expected
+        assert [t for _, t, _, _ in new_ck] == ([(TIMESTAMP_CREATE_TIME, t) for t in ts] if magic
+                                                else [(TIMESTAMP_NOT_AVAILABLE, 0)] * count)
+        for api_version in (None, (0, 10), (0, 9)):
+            extra = {} if api_version is None else {"api_version": api_version}
+            got = read_kafka_python(bootstrap, topic, count, **extra)
+            assert [(o, k, v) for o, _, k, v, _ in got] == expected, api_version
+            with_ts = magic == 1 and api_version != (0, 9)
+            assert [t for _, t, *_ in got] == (ts if with_ts else [None] * count), api_version
+        out = subprocess.run(["kcat", "-b", bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-q",
+                              "-f", "%o %k %s\n"], check=True, timeout=60, capture_output=True).stdout
+        assert out.splitlines() == [b"%d %s %s" % e for e in expected]
