@@ -290,6 +290,21 @@ def _dump_log(segment) -> list[str]:
     return out.splitlines()
 
 
+def _read_kafkalike(bootstrap: str, topic: str, count: int) -> list:
+    """(offset, timestamp, timestamp type, key, value) of `count` records, read by kafkalike's consumer."""
+    from kafkalike.client.consumer import KafkaConsumer as OwnConsumer
+    from kafkalike.client.metadata import TopicPartition as OwnTopicPartition
+    out: list = []
+    with OwnConsumer({"bootstrap.servers": bootstrap, "enable.auto.commit": False}) as c:
+        tp = OwnTopicPartition(topic, 0)
+        c.assign([tp])
+        c.seek_to_beginning([tp])
+        wait_until(lambda: out.extend((r.offset, r.timestamp, r.timestamp_type, r.key, r.value)
+                                      for r in c.poll(0.2)) or len(out) >= count,
+                   timeout=30, what=f"{count} records of {topic} through kafkalike's consumer")
+    return out
+
+
 def test_old_format_topics_store_magic_0_and_1_on_every_replica(kafka_cluster):
     """message.format.version 0.10.2 and 0.9.0: the log holds magic 1 / magic 0 entries, as
     Kafka 2.8's does, whoever produces (confluent-kafka's v2 batches are converted, kafka-python
@@ -366,6 +381,9 @@ def test_old_format_topics_store_magic_0_and_1_on_every_replica(kafka_cluster):
             assert [(o, k, v) for o, _, k, v, _ in got] == expected, api_version
             with_ts = magic == 1 and api_version != (0, 9)
             assert [t for _, t, *_ in got] == (ts if with_ts else [None] * count), api_version
+        own = _read_kafkalike(bootstrap, topic, count)   # the client Spark and the console consumer use
+        assert own == [(o, t if magic else -1, 0 if magic else -1, k, v) for (o, k, v), t in zip(expected, ts)]
+        assert {t for _, _, t, _, _ in own} == {0 if magic else -1}
         out = subprocess.run(["kcat", "-b", bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-q",
                               "-f", "%o %k %s\n"], check=True, timeout=60, capture_output=True).stdout
         assert out.splitlines() == [b"%d %s %s" % e for e in expected]
