@@ -84,6 +84,13 @@ class Partition:
             return False
         self._take_state(state)
         self.followers = {}
+        log_ = self.log
+        if log_ is not None and log_.leader_epoch_cache.latest_epoch is None \
+                and log_.log_end_offset > log_.high_watermark:
+            # A log without leader epochs (a topic of a message format older than v2) cannot
+            # learn where its history leaves the leader's: Kafka's fetcher then truncates it
+            # to the high watermark before fetching (truncateToHighWatermark).
+            log_.truncate_to(log_.high_watermark)
         return True
 
     def _take_state(self, state) -> None:

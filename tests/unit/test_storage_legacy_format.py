@@ -303,3 +303,21 @@ def test_cleaner_compacts_legacy_entries_keeping_offsets_magic_and_codec(tmp_pat
     reopened = Log(str(tmp_path / "t-0"), cfg, clock=lambda: now, had_clean_shutdown=False)
     assert reopened.log_end_offset == 36 and reopened.recovery_stats.truncated_bytes == 0
     reopened.close()
+
+
+def test_a_follower_without_epochs_truncates_to_its_high_watermark(tmp_path):
+    """Kafka's fetcher truncates a log that keeps no leader epochs to its high watermark before
+    following a new leader: no epoch can tell where its unreplicated tail diverges."""
+    from types import SimpleNamespace
+    from kafkalike.broker.partition import Partition
+    state = SimpleNamespace(leader=1, leader_epoch=5, zk_version=0, controller_epoch=1, replicas=[0, 1], isr=[0, 1])
+    for fmt, truncated in (({"message_format_version": "0.10.2"}, True), ({}, False)):
+        log = Log(str(tmp_path / fmt.get("message_format_version", "v2") / "t-0"),
+                  dataclasses.replace(LogConfig(), **fmt))
+        for n in range(3):
+            log.append(produced(1, range(2 * n, 2 * n + 2)) if fmt else encode_batch([(b"k", b"v", None, TS)] * 2),
+                       leader_epoch=4)
+        log.update_high_watermark(4)
+        assert Partition("t", 0, 0, log=log).make_follower(state)
+        assert log.log_end_offset == (4 if truncated else 6)
+        log.close()
