@@ -223,6 +223,10 @@ class FetchContext:
     error: ErrorCode | None = None
     partitions: dict[TopicPartition, FetchSpec] | None = None
 
+    def with_news(self, results: dict, order: list[TopicPartition], missing) -> list[TopicPartition]:
+        """The partitions of `order` worth building an answer for (all but in a session)."""
+        return order
+
     def response_size(self, response: FetchResponse) -> int:
         """Bytes of records the answer would carry (what a quota charges)."""
         return _records_size(response.responses)
@@ -278,6 +282,22 @@ class IncrementalContext(FetchContext):
         self.session = session
         self.expected_epoch = next_epoch(request_epoch)
         self.partitions = {tp: cached.spec for tp, cached in session.partitions.items()}
+
+    def with_news(self, results: dict, order: list[TopicPartition], missing) -> list[TopicPartition]:
+        """Only the partitions whose read result (a ReplicaManager FetchResult; `missing`
+        for one not read) has news, so the answer is built for those alone. The same test
+        as CachedPartition.must_respond, on the result: for answers the handler does not
+        convert, the two agree field for field."""
+        cached_of = self.session.partitions
+        out = []
+        for tp in order:
+            r = results.get(tp, missing)
+            cached = cached_of.get(tp)
+            if (cached is None or r.error != 0 or r.diverging is not None or bool(r.records)
+                    or r.high_watermark != cached.high_watermark
+                    or r.log_start_offset != cached.local_log_start_offset):
+                out.append(tp)
+        return out
 
     def response_size(self, response: FetchResponse) -> int:
         if self.session.epoch != self.expected_epoch:

@@ -21,6 +21,12 @@ A record whose key or value cannot be deserialized stops the partition there: th
 records before it are returned, and the next poll raises RecordDeserializationError
 naming its partition and offset, again and again until the user seeks past it.
 
+Each leader's fetches run in an incremental fetch session (KIP-227), as Java's
+FetchSessionHandler: the first is full, later ones list only the partitions whose
+position moved (and forget those no longer fetched), and the broker answers only the
+partitions with news. A session error or a lost connection makes the next fetch to that
+broker full again.
+
 The Fetcher talks to the network only through `net.send(node_id, request)`, which returns
 a future with add_callback(fn(response, error)); tests give it a fake.
 """
@@ -46,6 +52,7 @@ from kafkalike.client.errors import (
 )
 from kafkalike.client.deserializers import is_passthrough
 from kafkalike.client.metadata import TopicPartition
+from kafkalike.common.fetch_session_handler import FetchSessionHandler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.fetch import FetchRequest
 from kafkalike.protocol.messages.list_offsets import ListOffsetsRequest
@@ -255,6 +262,7 @@ class Fetcher:
         self.log_prefix = log_prefix
         self._completed: deque[_CompletedFetch] = deque()
         self._nodes_fetching: set[int] = set()
+        self._sessions: dict[int, FetchSessionHandler[TopicPartition, tuple[int, int]]] = {}
         self._errors: list[Exception] = []
         self._out_of_range: dict[TopicPartition, int] = {}
         # Java's FetchManagerMetrics: per Fetch answer and per partition per poll.
@@ -268,7 +276,7 @@ class Fetcher:
         """Send a Fetch to each leader with fetchable partitions and none outstanding."""
         cluster = self.net.cluster
         buffered = {c.tp for c in self._completed}
-        by_node: dict[int, dict[str, list]] = {}
+        by_node: dict[int, dict[TopicPartition, tuple[int, int]]] = {}
         for tp in self.subscriptions.fetchable():
             if tp in buffered:
                 continue
@@ -279,16 +287,29 @@ class Fetcher:
             if leader in self._nodes_fetching:
                 continue
             position = self.subscriptions.assignment[tp].position
-            by_node.setdefault(leader, {}).setdefault(tp.topic, []).append(FetchRequest.FetchPartition(
-                partition=tp.partition, current_leader_epoch=-1, fetch_offset=position, log_start_offset=-1,
-                partition_max_bytes=self.max_partition_bytes))
-        for node, topics in by_node.items():
+            by_node.setdefault(leader, {})[tp] = (position, self.max_partition_bytes)
+        for node, wanted in by_node.items():
+            session = self._sessions.get(node)
+            if session is None:
+                session = self._sessions[node] = FetchSessionHandler()
+            data = session.build(wanted)
+            topics: dict[str, list] = {}
+            for tp, (position, max_bytes) in data.to_send.items():
+                topics.setdefault(tp.topic, []).append(FetchRequest.FetchPartition(
+                    partition=tp.partition, current_leader_epoch=-1, fetch_offset=position, log_start_offset=-1,
+                    partition_max_bytes=max_bytes))
+            forgotten: dict[str, list[int]] = {}
+            for tp in data.to_forget:
+                forgotten.setdefault(tp.topic, []).append(tp.partition)
             request = FetchRequest(
                 replica_id=-1, max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes, max_bytes=self.max_bytes,
-                isolation_level=self.isolation, session_id=0, session_epoch=-1,
+                isolation_level=self.isolation, session_id=data.session_id, session_epoch=data.epoch,
                 topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()],
-                forgotten_topics_data=[], rack_id=self.rack)
-            offsets = {TopicPartition(t, p.partition): p.fetch_offset for t, ps in topics.items() for p in ps}
+                forgotten_topics_data=[FetchRequest.ForgottenTopic(topic=t, partitions=ps)
+                                       for t, ps in forgotten.items()],
+                rack_id=self.rack)
+            # Every partition of the session may be answered, listed in this request or not.
+            offsets = {tp: position for tp, (position, _) in data.session.items()}
             self._nodes_fetching.add(node)
             future = self.net.send(node, request)
             sent = time.monotonic()
@@ -303,10 +324,23 @@ class Fetcher:
             self._record_fetch(response, sent)
         if self.tracer is not None:
             self.tracer.fetch_answered(node, offsets, response, error, sent)
+        session = self._sessions.get(node)
         if error is not None:
             log.debug("%sFetch from node %d failed: %s", self.log_prefix, node, error)
+            if session is not None:
+                session.handle_error()
             return
-        if getattr(response, "error_code", 0):
+        error_code = getattr(response, "error_code", 0)
+        if session is not None:
+            answered = [TopicPartition(t.topic, p.partition) for t in response.responses for p in t.partition_responses]
+            if not session.handle_response(error_code, getattr(response, "session_id", 0), answered,
+                                           getattr(response, "throttle_time_ms", 0) > 0) and not error_code:
+                return          # an answer that does not fit the session: the next fetch is full
+            if error_code in (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH):
+                log.info("%sNode %d was unable to process the fetch request: %s.", self.log_prefix, node,
+                         ErrorCode(error_code).name)
+                return
+        if error_code:
             log.info("%sFetch from node %d failed with %s", self.log_prefix, node,
                      ErrorCode(response.error_code).name if response.error_code in ErrorCode._value2member_map_
                      else response.error_code)

@@ -2,7 +2,8 @@
 
     python tests/bench/bench_replication.py [--records 300000] [--reps 5] [--dir /dev/shm]
                                             [--linger-ms 5] [--batch-size 16384] [--no-kcat]
-                                            [--partitions 1] [--compare-with DIR]
+                                            [--partitions 1] [--idle-partitions 0]
+                                            [--compare-with DIR]
                                             [--profile /tmp/replication]
 
 It starts its own ZooKeeper and a cluster of 3 brokers (kafkalike.lab, log dirs under
@@ -25,6 +26,13 @@ file. Each repetition runs the four (generator, topic) cases in a rotating order
 noise spreads evenly; medians are printed, MB = 10^6 bytes of values. CPU seconds of
 each broker are read from /proc: on a 2-core machine three brokers and the client share
 two cores, which the "CPU" columns show.
+
+With --idle-partitions N a third topic, `idle`, has N partitions of replication factor
+3 (leaders rotating over the brokers) that are never written: every follower's fetch
+then covers them too, as in a cluster where most partitions are quiet. That is where
+incremental fetch sessions (KIP-227) matter: without them each follower fetch lists,
+and each answer carries, every partition; the script prints the size of a follower's
+fetch request for that many partitions in full and incremental form.
 
 --profile PREFIX records the leader (broker 0) and a follower (broker 1) of this
 checkout with py-spy during one extra rf3 run per load generator and prints where their
@@ -68,8 +76,10 @@ class Sample:
 
 
 class Bench:
-    def __init__(self, cluster, records: int, batch_size: int, linger_ms: int, scratch, partitions: int = 1):
+    def __init__(self, cluster, records: int, batch_size: int, linger_ms: int, scratch, partitions: int = 1,
+                 idle_partitions: int = 0):
         self.cluster = cluster
+        self.idle_partitions = idle_partitions
         self.records = records
         self.batch_size = batch_size
         self.linger_ms = linger_ms
@@ -86,6 +96,9 @@ class Bench:
             harness.create_topic(self.cluster.bootstrap, name, assignment=assignment,
                                  leader=0 if self.partitions == 1 else None, full_isr=True,
                                  config={"min.insync.replicas": "2" if len(replicas) == 3 else "1"})
+        if self.idle_partitions:
+            harness.create_topic(self.cluster.bootstrap, "idle", full_isr=True,
+                                 assignment=[[(r + i) % 3 for r in (0, 1, 2)] for i in range(self.idle_partitions)])
 
     def broker_pids(self) -> list[int]:
         return [b.proc.pid for b in self.cluster.brokers]
@@ -138,6 +151,25 @@ def profile(bench: Bench, prefix: str, generators: list[str], rate: int = 200) -
             bench_broker.summarise_profile(out, rate, sample.seconds)
 
 
+def fetch_request_sizes(partitions: int) -> tuple[int, int]:
+    """Bytes of a follower's Fetch v12 request body listing `partitions` partitions (a
+    full fetch, or one without sessions) and listing one (an incremental fetch in which
+    one partition moved)."""
+    from kafkalike.protocol.messages.fetch import FetchRequest
+
+    def size(n: int, session_epoch: int) -> int:
+        request = FetchRequest(replica_id=1, max_wait_ms=500, min_bytes=1, max_bytes=10485760, isolation_level=0,
+                               session_id=0 if session_epoch <= 0 else 12345, session_epoch=session_epoch,
+                               topics=[FetchRequest.FetchTopic(topic="idle", partitions=[
+                                   FetchRequest.FetchPartition(partition=i, current_leader_epoch=0, fetch_offset=0,
+                                                               last_fetched_epoch=0, log_start_offset=0,
+                                                               partition_max_bytes=1048576)
+                                   for i in range(n)])],
+                               forgotten_topics_data=[])
+        return len(request.encode(12))
+    return size(partitions, 0), size(1, 1)
+
+
 def report(results: dict[str, list[Sample]], generators: list[str], side: str = "this") -> None:
     print(f"\n{side:6} {'case':28} {'MB/s':>7} {'records/s':>10} {'broker CPU 0/1/2':>20} {'client CPU':>11}")
     for gen in generators:
@@ -177,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
             cluster = lab.cluster(f"bench-{side.label}", size=3, overrides={"auto.leader.rebalance.enable": "false"},
                                   checkout=side)
             benches[side.label] = Bench(cluster, args.records, args.batch_size, args.linger_ms, lab.scratch,
-                                        args.partitions)
+                                        args.partitions, args.idle_partitions)
             benches[side.label].create_topics()
         generators = ["confluent"] + ([] if args.no_kcat else ["kcat"])
         print(f"{time.strftime('%Y-%m-%d %H:%M')}  {harness.machine()}; "
@@ -185,9 +217,16 @@ def run(args: argparse.Namespace) -> int:
         harness.print_checkouts(sides)
         where = "1 partition led by broker 0" if args.partitions == 1 else \
             f"{args.partitions} partitions, leaders rotating over the 3 brokers"
+        if args.idle_partitions:
+            where += f", and {args.idle_partitions} idle partitions (RF=3) every follower fetches"
         print(f"3 brokers per checkout, log dirs under {args.dir}; {args.records} records of {VALUE_SIZE} bytes "
               f"per run, {where}, batch.size={args.batch_size}, linger.ms={args.linger_ms}, "
               f"no compression; {args.reps} interleaved reps, medians")
+        if args.idle_partitions:
+            per_fetch = (args.idle_partitions + args.partitions) // 3      # a fetcher follows one leader's
+            full, incremental = fetch_request_sizes(per_fetch)
+            print(f"a follower's Fetch request body for ~{per_fetch} partitions: {full} bytes in full "
+                  f"(no session), {incremental} bytes incremental with one partition moved")
         results: dict[str, list[Sample]] = collections.defaultdict(list)
         cases = [(side.label, gen, name) for gen in generators for name in CASES for side in sides]
 
@@ -219,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--linger-ms", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=16384)
     parser.add_argument("--partitions", type=int, default=1, help="partitions per topic (leaders rotate)")
+    parser.add_argument("--idle-partitions", type=int, default=0,
+                        help="an extra RF=3 topic of this many partitions that is never written")
     parser.add_argument("--no-kcat", action="store_true", help="confluent-kafka only")
     parser.add_argument("--profile", metavar="PREFIX", help="py-spy the leader and a follower in one more rf3 run")
     return run(parser.parse_args(argv))

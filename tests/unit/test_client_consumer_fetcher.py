@@ -270,3 +270,40 @@ def test_a_corrupt_batch_comes_after_the_good_records_and_names_the_partition():
     assert fetcher.send_fetches() == 1
     net.sent[-1][2].complete(answer(batch(5, 1)))
     assert [r.offset for r in fetcher.fetched_records()] == [5]
+
+
+def test_fetches_use_an_incremental_session_and_start_over_after_a_session_error():
+    """KIP-227, as Java's consumer: a full fetch first, then only moved partitions; an
+    answer lists only partitions with news; a session error sends a full fetch next."""
+    tp1 = TopicPartition("t", 1)
+    net, subs, fetcher = make(partitions=(TP, tp1))
+    subs.seek(TP, 0)
+    subs.seek(tp1, 0)
+    fetcher.send_fetches()
+    request = net.sent[0][1]
+    assert (request.session_id, request.session_epoch) == (0, 0)
+    assert [p.partition for p in request.topics[0].partitions] == [0, 1]
+    full = answer(batch(0, 2))
+    full.responses[0].partition_responses.append(answer(partition=1).responses[0].partition_responses[0])
+    full.session_id = 42
+    net.sent[0][2].complete(full)
+    assert [r.offset for r in fetcher.fetched_records()] == [0, 1]
+    fetcher.send_fetches()
+    request = net.sent[1][1]
+    assert (request.session_id, request.session_epoch) == (42, 1)
+    assert [(t.topic, [p.partition for p in t.partitions]) for t in request.topics] == [("t", [0])]
+    assert request.topics[0].partitions[0].fetch_offset == 2 and request.forgotten_topics_data == []
+    news = answer(batch(0, 1), partition=1)           # only partition 1 has news
+    news.session_id = 42
+    net.sent[1][2].complete(news)
+    assert [(r.partition, r.offset) for r in fetcher.fetched_records()] == [(1, 0)]
+    fetcher.send_fetches()
+    request = net.sent[2][1]
+    assert (request.session_id, request.session_epoch) == (42, 2)
+    assert [p.partition for p in request.topics[0].partitions] == [1]
+    net.sent[2][2].complete(FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0,
+                                          responses=[]))
+    fetcher.send_fetches()
+    request = net.sent[3][1]
+    assert (request.session_id, request.session_epoch) == (42, 0)     # full: closes 42, opens another
+    assert [p.partition for p in request.topics[0].partitions] == [0, 1]

@@ -289,3 +289,21 @@ def test_handler_errors_send_a_full_fetch_next():
     assert h.build({("a", 0): (0,)}).full
     # a broker without a free slot answers session 0: full fetches go on
     assert h.handle_response(0, 0, [("a", 0)]) and h.build({("a", 0): (0,)}).full
+
+
+def test_with_news_picks_the_partitions_the_answer_keeps():
+    """The handler builds an incremental answer only for these: the same rule as the
+    answer's filter, applied to the replica manager's read results."""
+    from kafkalike.broker.replica_manager import FetchResult
+    mgr, _ = manager()
+    tps = [("a", 0), ("a", 1), ("a", 2), ("a", 3), ("a", 4), ("a", 5)]
+    sid = open_session(mgr, tps, hw=10)
+    ctx = mgr.new_context(sid, 1, {}, [], True)
+    results = {("a", 0): FetchResult(ErrorCode.NONE, 10, 0, b""),
+               ("a", 1): FetchResult(ErrorCode.NONE, 10, 0, b"records"),
+               ("a", 2): FetchResult(ErrorCode.NONE, 11, 0, b""),
+               ("a", 3): FetchResult(ErrorCode.NONE, 10, 2, b""),
+               ("a", 4): FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1, None)}
+    refused = FetchResult(error=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    assert ctx.with_news(results, tps, refused) == [("a", 1), ("a", 2), ("a", 3), ("a", 4), ("a", 5)]
+    assert FullContext(mgr, specs(*tps), True).with_news(results, tps, refused) == tps

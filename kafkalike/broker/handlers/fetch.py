@@ -87,13 +87,24 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest):
         params.partitions = {tp: spec for tp, spec in context.partitions.items() if tp[0] not in refused}
     result = ctx.replicas.fetch(params, ctx.metadata.contains)
     convert = _Conversion(ctx, request, params) if ctx.version < 10 else None
+    if context is None:
+        if isinstance(result, defer.Deferred):
+            result = result.addCallback(_answer, order, ctx.version, convert)
+            return result if quotas is None else result.addCallback(_finish, ctx, quotas, None)
+        response = _answer(result, order, ctx.version, convert)
+        return response if quotas is None else _finish(response, ctx, quotas, None)
     if isinstance(result, defer.Deferred):
-        result = result.addCallback(_answer, order, ctx.version, convert)
-        if quotas is None and context is None:
-            return result
-        return result.addCallback(_finish, ctx, quotas, context)
-    response = _answer(result, order, ctx.version, convert)
-    return response if quotas is None and context is None else _finish(response, ctx, quotas, context)
+        return result.addCallback(_answer_in_session, order, ctx.version, convert, context).addCallback(
+            _finish, ctx, quotas, context)
+    return _finish(_answer_in_session(result, order, ctx.version, convert, context), ctx, quotas, context)
+
+
+def _answer_in_session(results, order, version: int, convert, context: FetchContext) -> FetchResponse:
+    """An incremental fetch's answer is built only for the partitions with news (an
+    answer that down-converts is built whole, as conversion may add errors)."""
+    if convert is None:
+        order = context.with_news(results, order, _REFUSED)
+    return _answer(results, order, version, convert)
 
 
 def _session_context(ctx: RequestContext, request: FetchRequest) -> FetchContext | None:
