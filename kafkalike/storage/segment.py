@@ -87,8 +87,6 @@ def _check_entry(buf) -> tuple[int | None, int, int, int]:
         entry = check_legacy_entry(buf, 0)
         return (None if entry.attributes & CODEC_MASK else entry.offset), entry.offset, -1, entry.timestamp
     header = batch_header.validate_batch(buf, 0)
-    if header.last_offset_delta < 0 or header.records_count < 0:
-        raise InvalidRecordError("batch has negative counts")
     return header.base_offset, header.last_offset, header.partition_leader_epoch, header.max_timestamp
 
 
