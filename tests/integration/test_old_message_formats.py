@@ -236,3 +236,24 @@ def test_an_old_message_format_version_on_a_topic(conn):
     assert produce(conn, "old-format-0-9", legacy(1, magic=1), version=2).base_offset == 1
     assert records_of(fetch(conn, "old-format-0-9", 0, version=12)) == [(0, -1, b"k", b"v"), (1, -1, b"k0", b"v0")]
     assert log_end(conn, "old-format-0-9") == 2
+
+
+def test_an_old_format_topic_is_fetched_as_stored(conn):
+    """The log of a 0.10 topic holds magic 1 messages: Fetch v2-3 and v4+ get them as they are,
+    Fetch v0-1 converted to magic 0, and v0-2 never more than the partition's max bytes."""
+    create(conn, "old-stored-0-10", {"message.format.version": "0.10.2"})
+    assert produce(conn, "old-stored-0-10", legacy(3, magic=1, codec=GZIP), version=2).base_offset == 0
+    assert produce(conn, "old-stored-0-10", encode_batch([(b"k3", b"x" * 3000, None, TS + 3)]),
+                   version=8).base_offset == 3
+    stored = fetch(conn, "old-stored-0-10", 0, version=12)
+    for version in (2, 3, 12):
+        got = fetch(conn, "old-stored-0-10", 0, version=version)
+        assert bytes(got.record_set) == bytes(stored.record_set)
+    assert [(b.magic, b.compression, b.last_offset) for b in decode_batches(bytes(stored.record_set))] == \
+        [(1, GZIP, 2), (1, NONE, 3)]
+    assert [(o, t) for o, t, *_ in records_of(stored)] == [(i, TS + i) for i in range(4)]
+    old = fetch(conn, "old-stored-0-10", 0, version=1)
+    assert {b.magic for b in decode_batches(bytes(old.record_set))} == {0}
+    assert [(o, t) for o, t, *_ in records_of(old)] == [(i, -1) for i in range(4)]
+    big = fetch(conn, "old-stored-0-10", 3, version=2, partition_max=1000)
+    assert len(big.record_set) == 1000 and records_of(big) == []

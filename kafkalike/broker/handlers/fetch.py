@@ -162,6 +162,11 @@ class _Conversion:
         # Kafka converts only when the topic's format is newer than the client reads: an
         # older-format log already holds magic 0/1 entries the client reads, sent as they are.
         if log_magic <= self.magic:
+            spec = self.params.partitions[(topic, partition)]
+            if self.version <= 2 and len(records) > spec.max_bytes:
+                # Kafka's read for v0-2 stops at the partition's max bytes, mid-message if need
+                # be: a partial message is how the old client learns its fetch size is too small.
+                records = bytes(records)[:spec.max_bytes]
             return r.error, records, True
         if not self.from_follower and not config.message_downconversion_enable:
             return ErrorCode.UNSUPPORTED_VERSION, b"", False
