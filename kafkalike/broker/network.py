@@ -94,6 +94,8 @@ class _InFlight:
 class KafkaConnection(SizePrefixedReceiver):
     """One client connection."""
 
+    frames_as_bytes = False     # a frame assembled across reads is handled as its bytearray, not copied
+
     def __init__(self, services: BrokerServices, connections: set[KafkaConnection], max_request_size: int,
                  security: ListenerSecurity | None = None, reactor=None):
         self.services = services
@@ -110,6 +112,7 @@ class KafkaConnection(SizePrefixedReceiver):
         self._paused = False
         self._muted = 0           # throttles in force (client quotas, KIP-219)
         self.peer = "?"
+        self.host = "?"
         self.connection_id = ""
         self.client_information: tuple[str, str] | None = None   # from ApiVersions (KIP-511)
         self._files: SendfileWriter | None = None     # plaintext TCP only: answers with file ranges
@@ -131,11 +134,12 @@ class KafkaConnection(SizePrefixedReceiver):
                 transport.setTcpNoDelay(True)
             except OSError:
                 pass
-        if transport is self.transport and transport_supports_sendfile(transport):
+        if (self.security is None or self.security.tls is None) and transport_supports_sendfile(self.transport):
             self._files = SendfileWriter(transport)
             self._keep_files_from = SENDFILE_FROM
         peer = self.transport.getPeer()
         self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
+        self.host = self.peer.rsplit(":", 1)[0]
         self.connection_id = request_log.connection_id(self.transport)
         self.connections.add(self)
         if self.security is not None and self.security.sasl:
@@ -322,8 +326,7 @@ class KafkaConnection(SizePrefixedReceiver):
         if auth is not None and not self._sasl_admits(auth, api_key, reg.spec.name,
                                                       reg.min_version <= version <= reg.max_version):
             return self._complete(None, slot)
-        ctx = RequestContext(api_key, version, correlation_id, client_id,
-                             self.peer.rsplit(":", 1)[0], self.services, self)
+        ctx = RequestContext(api_key, version, correlation_id, client_id, self.host, self.services, self)
         ctx.request_size = len(frame)
         if not reg.min_version <= version <= reg.max_version:
             if api_key == API_VERSIONS:

@@ -20,7 +20,8 @@ import logging
 import os
 from collections import deque
 
-from twisted.internet.interfaces import IPullProducer
+from twisted.internet import tcp
+from twisted.internet.interfaces import IPullProducer, ISSLTransport
 from zope.interface import implementer
 
 log = logging.getLogger("kafka.network.Processor")
@@ -38,10 +39,11 @@ class _Range:
 def transport_supports_sendfile(transport) -> bool:
     """A plain TCP transport whose buffer the writer can see is empty (Twisted's
     FileDescriptor keeps it in dataBuffer/offset/_tempDataLen); TLS or any other
-    transport gets bytes instead."""
-    return (hasattr(os, "sendfile") and hasattr(transport, "socket") and hasattr(transport, "fileno")
-            and hasattr(transport, "dataBuffer") and hasattr(transport, "_tempDataLen")
-            and hasattr(transport, "registerProducer"))
+    transport gets bytes instead. The type is checked, not the attributes: Twisted's TLS
+    protocol hands attribute lookups on to the TCP transport below it."""
+    return (hasattr(os, "sendfile") and isinstance(transport, tcp.Connection)
+            and not ISSLTransport.providedBy(transport) and not getattr(transport, "TLS", False)
+            and hasattr(transport, "dataBuffer") and hasattr(transport, "_tempDataLen"))
 
 
 def _buffered(transport) -> int:

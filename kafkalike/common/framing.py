@@ -15,6 +15,9 @@ class SizePrefixedReceiver(protocol.Protocol):
     """Calls stringReceived(frame) for each frame; lengthLimitExceeded(n) for oversized ones."""
 
     MAX_LENGTH = 99999
+    # A frame that spans reads is assembled in a bytearray; a subclass that never keeps or
+    # hashes frames may take that buffer as it is instead of a bytes copy of it.
+    frames_as_bytes = True
 
     _prefix = b""
     _frame: bytearray | None = None
@@ -50,7 +53,7 @@ class SizePrefixedReceiver(protocol.Protocol):
             self._filled += take
             pos += take
             if self._filled == len(self._frame):
-                frame, self._frame = bytes(self._frame), None
+                frame, self._frame = bytes(self._frame) if self.frames_as_bytes else self._frame, None
                 self.stringReceived(frame)
 
     def _stopped(self) -> bool:

@@ -188,3 +188,24 @@ async def test_a_fetch_answer_goes_out_by_sendfile_and_the_next_answer_after_it(
     finally:
         HANDLERS[1], HANDLERS[3] = saved
         await port.stopListening()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_wrapped_transport_is_never_sent_files():
+    """Twisted's TLS protocol is a ProtocolWrapper: attribute lookups reach the TCP
+    transport below, which has a socket and a buffer. sendfile there would put plaintext
+    into the TLS stream, so only the TCP transport itself qualifies."""
+    from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
+    port, factory = _listen(_Server)
+    try:
+        client = threads.deferToThread(_slow_reader, port.getHost().port, 0)
+        server = await factory.connected
+        wrapper = ProtocolWrapper(WrappingFactory(protocol.ServerFactory()), protocol.Protocol())
+        wrapper.transport = server.transport
+        assert hasattr(wrapper, "dataBuffer") and hasattr(wrapper, "socket")    # the trap
+        assert sendfile_writer.transport_supports_sendfile(server.transport)
+        assert not sendfile_writer.transport_supports_sendfile(wrapper)
+        server.transport.loseConnection()
+        await client
+    finally:
+        await port.stopListening()
