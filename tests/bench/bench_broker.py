@@ -3,6 +3,7 @@
     python tests/bench/bench_broker.py [--records 1000000] [--dir /dev/shm] [--reps 5]
                                        [--linger-ms 5] [--batch-size 16384]
                                        [--profile /tmp/broker-produce] [--compare-with DIR]
+                                       [--loads confluent,kcat]
 
 It starts its own ZooKeeper and one broker (kafkalike.lab), the broker's log dir under
 --dir (memory by default), and removes everything afterwards. One partition, acks=1,
@@ -24,7 +25,13 @@ Each repetition measures, in a rotating order so machine noise spreads evenly:
 record and batch framing). Medians over the repetitions are printed, MB = 10^6 bytes.
 The broker's CPU time is read from /proc during each phase: "ceiling" is the rate the
 broker would reach if it had its CPU to itself (bytes / broker CPU seconds), which tells
-a slow broker from a slow load generator on a 2-core machine.
+a slow broker from a slow load generator on a 2-core machine. "CPU ms/MB" is the same
+reading the other way round: broker CPU milliseconds per MB of payload produced or
+fetched.
+
+--loads kcat runs only the kcat phases (e.g. with --batch-size 1048576, where the
+confluent-kafka phases measure their own Python loop); kcat's message.max.bytes is
+raised to fit batches larger than its default 1,000,000.
 
 --profile PREFIX also records the broker with py-spy during one extra produce run per
 load generator (PREFIX.confluent.txt, PREFIX.kcat.txt, py-spy's raw collapsed stacks)
@@ -85,6 +92,9 @@ class Sample:
     def broker_busy(self) -> float:
         return self.broker_cpu / self.seconds
 
+    def cpu_ms_per_mb(self) -> float:
+        return 1000 * self.broker_cpu / (self.payload_bytes / MB)
+
     def broker_ceiling_mb_s(self) -> float:
         return self.payload_bytes / self.broker_cpu / MB if self.broker_cpu else float("inf")
 
@@ -128,9 +138,11 @@ class Bench:
             linger_ms=self.linger_ms, broker_pids=[self.broker.proc.pid]), topic)
 
     def produce_kcat(self, topic: str) -> Sample:
+        # librdkafka caps a batch at message.max.bytes too (default 1,000,000).
+        extra = {"message.max.bytes": str(self.batch_size + 4096)} if self.batch_size > 1_000_000 - 4096 else None
         return self._sample(harness.produce_kcat(
             self.broker.bootstrap, topic, self.lines_path, acks=1, batch_size=self.batch_size,
-            linger_ms=self.linger_ms, broker_pids=[self.broker.proc.pid]), topic)
+            linger_ms=self.linger_ms, broker_pids=[self.broker.proc.pid], extra=extra), topic)
 
     def fetch_confluent(self, topic: str, wire_bytes: int) -> Sample:
         from confluent_kafka import Consumer, TopicPartition
@@ -261,12 +273,14 @@ def disk(directory: Path, total: int) -> DiskSample:
 
 # -- profiling --------------------------------------------------------------------------
 
-def profile_produce(bench: Bench, prefix: str, rate: int = 200) -> None:
+def profile_produce(bench: Bench, prefix: str, rate: int = 200, loads: tuple[str, ...] = ("confluent", "kcat")) -> None:
     """py-spy record the broker through one produce run per load generator; summarise its reactor thread."""
     py_spy = shutil.which("py-spy")
     if py_spy is None:
         raise SystemExit("--profile needs py-spy on PATH (pip install py-spy)")
     for label, produce in (("confluent", bench.produce_confluent), ("kcat", bench.produce_kcat)):
+        if label not in loads:
+            continue
         topic = bench.new_topic(f"profile-{label}")
         out_path = Path(f"{prefix}.{label}.txt")
         spy = subprocess.Popen([py_spy, "record", "--rate", str(rate), "--format", "raw",
@@ -362,50 +376,51 @@ def run(args) -> int:
 
         phases: list[Callable[[], None]] = [
             (lambda side=side.label, label=label: produce_and_fetch(side, label))
-            for label in ("confluent", "kcat") for side in sides]
+            for label in args.loads for side in sides]
         phases.append(limits)
 
         def progress(rep: int) -> None:
             mine = results["this"]
-            line = (f"  rep {rep + 1}/{args.reps}: produce confluent {mine['produce confluent'][-1].mb_s():.1f} MB/s, "
-                    f"kcat {mine['produce kcat'][-1].mb_s():.1f} MB/s")
+            line = f"  rep {rep + 1}/{args.reps}: produce " + ", ".join(
+                f"{load} {mine[f'produce {load}'][-1].mb_s():.1f} MB/s" for load in args.loads)
             if len(sides) > 1:
                 base = results["base"]
-                line += (f" (base: {base['produce confluent'][-1].mb_s():.1f}, "
-                         f"{base['produce kcat'][-1].mb_s():.1f})")
+                line += " (base: " + ", ".join(f"{base[f'produce {load}'][-1].mb_s():.1f}"
+                                               for load in args.loads) + ")"
             print(line + f"; loopback {limits_['loopback'][-1].wire_mb_s():.0f} MB/s", flush=True)
 
         harness.interleave(args.reps, phases, lambda phase: phase(), progress)
+        phases_run = [name for name in BROKER_PHASES if name.split()[1] in args.loads]
 
         for side in sides:
             if len(sides) > 1:
                 print(f"\n== {side.label} broker ({side.root})")
-            report({**results[side.label], **limits_}, wire)
+            report({**results[side.label], **limits_}, wire, phases_run)
         if len(sides) > 1:
             harness.comparison(
                 "this / base (payload MB/s per phase; the same rotation, same machine load)",
                 [(name, [s.mb_s() for s in results["this"][name]], [s.mb_s() for s in results["base"][name]])
-                 for name in BROKER_PHASES], "MB/s")
+                 for name in phases_run], "MB/s")
             harness.comparison(
                 "broker CPU milliseconds per payload MB (lower is better)",
-                [(name, [1000 * s.broker_cpu / (s.payload_bytes / MB) for s in results["this"][name]],
-                  [1000 * s.broker_cpu / (s.payload_bytes / MB) for s in results["base"][name]])
-                 for name in BROKER_PHASES], "CPU ms/MB", higher_is_better=False)
+                [(name, [s.cpu_ms_per_mb() for s in results["this"][name]],
+                  [s.cpu_ms_per_mb() for s in results["base"][name]])
+                 for name in phases_run], "CPU ms/MB", higher_is_better=False)
         print(f"load average {harness.load_average():.2f} at the end (other work on the machine skews a run)")
         if args.profile:
-            profile_produce(bench, args.profile)
+            profile_produce(bench, args.profile, loads=args.loads)
         return 0
 
 
-def report(results: dict[str, list], wire: int) -> None:
+def report(results: dict[str, list], wire: int, phases: list[str]) -> None:
     print(f"\nbytes per run: {wire / MB:.1f} MB on the wire and in the log")
     print(f"{'phase':26} {'MB/s':>8} {'wire MB/s':>10} {'records/s':>11} {'broker CPU':>11} "
-          f"{'ceiling MB/s':>13} {'client CPU':>11}")
-    for name in BROKER_PHASES:
+          f"{'ceiling MB/s':>13} {'CPU ms/MB':>10} {'client CPU':>11}")
+    for name in phases:
         s = results[name]
         print(f"{name:26} {median(s, Sample.mb_s):8.1f} {median(s, Sample.wire_mb_s):10.1f} "
               f"{median(s, Sample.records_s):11.0f} {100 * median(s, Sample.broker_busy):10.0f}% "
-              f"{median(s, Sample.broker_ceiling_mb_s):13.0f} "
+              f"{median(s, Sample.broker_ceiling_mb_s):13.0f} {median(s, Sample.cpu_ms_per_mb):10.2f} "
               f"{100 * median(s, lambda x: x.client_cpu / x.seconds):10.0f}%")
     for name in LIMITS:
         print(f"{name:26} {'':8} {median(results[name], Sample.wire_mb_s):10.1f}")
@@ -414,9 +429,9 @@ def report(results: dict[str, list], wire: int) -> None:
         return f"{median(results[a], Sample.wire_mb_s) / median(results[b], Sample.wire_mb_s):.2f}"
 
     print("\nratios (wire bytes per second, medians):")
-    for broker_phase in ("produce confluent", "produce kcat", "fetch confluent", "fetch kcat"):
+    for broker_phase in phases:
         print(f"  {broker_phase:18} / loopback {ratio(broker_phase, 'loopback')}")
-    for broker_phase in ("produce confluent", "produce kcat"):
+    for broker_phase in (name for name in phases if name.startswith("produce")):
         print(f"  {broker_phase:18} / disk logdir write {ratio(broker_phase, 'disk logdir write')}"
               f", write+fsync {ratio(broker_phase, 'disk logdir write+fsync')}"
               f"; /tmp write {ratio(broker_phase, 'disk /tmp write')}"
@@ -429,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--linger-ms", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=16384)
+    parser.add_argument("--loads", type=lambda text: tuple(text.split(",")), default=("confluent", "kcat"),
+                        help="load generators to run, of confluent,kcat (default both)")
     parser.add_argument("--profile", metavar="PREFIX",
                         help="py-spy the broker through one extra produce run per load generator")
     return run(parser.parse_args(argv))
