@@ -263,3 +263,60 @@ def test_kcat_fetches_without_sessions(cluster):
     assert consumer_fetches
     assert all((f["request"].get("sessionId", 0), f["request"].get("sessionEpoch", -1)) == (0, -1) and
                f["response"].get("sessionId", 0) == 0 for f in consumer_fetches)
+
+
+def test_kafka_python_consumes_in_an_incremental_session(cluster):
+    """kafka-python 3 keeps fetch sessions as Java's consumer does: its fetches go
+    incremental, and it still reads every record."""
+    from kafka import KafkaConsumer, TopicPartition
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap, client_id="kp-sessions", group_id=None,
+                             enable_auto_commit=False, fetch_max_wait_ms=100)
+    try:
+        parts = [TopicPartition(TOPIC, p) for p in range(6)]
+        consumer.assign(parts)
+        consumer.seek_to_beginning(*parts)
+        ends = consumer.end_offsets(parts)
+        seen: dict[int, int] = {}
+        deadline = time.monotonic() + 60
+        while sum(seen.values()) < sum(ends.values()) and time.monotonic() < deadline:
+            for tp, records in consumer.poll(timeout_ms=500).items():
+                seen[tp.partition] = seen.get(tp.partition, 0) + len(records)
+        for _ in range(4):            # a few quiet fetches after the end
+            consumer.poll(timeout_ms=300)
+    finally:
+        consumer.close()
+    assert {p: seen.get(p, 0) for p in range(6)} == {tp.partition: n for tp, n in ends.items()}
+    fetches = []
+    for broker in cluster.brokers:
+        for line in (broker.app_log_dir / "kafka-request.log").read_text().splitlines():
+            if '"requestApiKeyName":"FETCH"' in line and '"clientId":"kp-sessions"' in line:
+                fetches.append(json.loads(line[line.index(PREFIX) + len(PREFIX):-len(SUFFIX)]))
+    incremental = [f for f in fetches if f["request"].get("sessionEpoch", -1) > 0]
+    assert incremental, [(f["request"].get("sessionId"), f["request"].get("sessionEpoch")) for f in fetches]
+    assert all(f["response"]["errorCode"] == 0 and f["response"]["sessionId"] == f["request"]["sessionId"]
+               for f in incremental)
+
+
+def test_the_kafkalike_consumer_consumes_in_an_incremental_session(cluster):
+    from kafkalike.client.consumer import KafkaConsumer, TopicPartition
+    parts = [TopicPartition(TOPIC, p) for p in range(6)]
+    with KafkaConsumer({"bootstrap.servers": cluster.bootstrap, "client.id": "kl-sessions",
+                        "auto.offset.reset": "earliest", "fetch.max.wait.ms": 100}) as consumer:
+        consumer.assign(parts)
+        ends = consumer.end_offsets(parts)
+        counts = {tp: 0 for tp in parts}
+        deadline = time.monotonic() + 60
+        while any(consumer.position(tp) < ends[tp] for tp in parts) and time.monotonic() < deadline:
+            for record in consumer.poll(timeout=0.5):
+                counts[TopicPartition(record.topic, record.partition)] += 1
+        for _ in range(4):
+            consumer.poll(timeout=0.3)
+    assert counts == ends
+    fetches = []
+    for broker in cluster.brokers:
+        for line in (broker.app_log_dir / "kafka-request.log").read_text().splitlines():
+            if '"requestApiKeyName":"FETCH"' in line and '"clientId":"kl-sessions"' in line:
+                fetches.append(json.loads(line[line.index(PREFIX) + len(PREFIX):-len(SUFFIX)]))
+    incremental = [f for f in fetches if f["request"].get("sessionEpoch", -1) > 0]
+    assert incremental and all(f["response"]["errorCode"] == 0 for f in fetches)
+    assert min(sum(len(t["partitions"]) for t in f["request"]["topics"]) for f in incremental) == 0
