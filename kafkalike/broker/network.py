@@ -18,7 +18,9 @@ Produce requests are decoded, and Produce and Fetch answers encoded, by the dedi
 codecs of kafkalike.protocol.fast (through kafkalike.protocol.api), and every request
 header by one struct call. On a plaintext listener the record sets of large Fetch
 answers stay ranges of segment files and go out with sendfile
-(kafkalike.broker.sendfile_writer); under TLS they are read and written as bytes.
+(kafkalike.broker.sendfile_writer), and other answers are sent to the socket at once
+when nothing is buffered before them; under TLS they are read and written as bytes,
+through the transport.
 
 Security (docs/security.md): on an SSL listener the transport is Twisted's TLS protocol
 and the principal comes from the client's certificate once the handshake completes; on a
@@ -269,16 +271,13 @@ class KafkaConnection(SizePrefixedReceiver):
         elif ctx.api_key == _FETCH:
             chunks = size_prefixed(encode_response(_FETCH, slot.version, ctx.correlation_id, response,
                                                    self._keep_files_from))
-            if files.busy or any(type(c) is not bytes for c in chunks):
+            if any(type(c) is not bytes for c in chunks):
                 files.write(chunks)
             else:
-                self.transport.writeSequence(chunks)
+                files.write_bytes(chunks)
         else:
-            chunks = size_prefixed(encode_response(ctx.api_key, slot.version, ctx.correlation_id, response))
-            if files.busy:
-                files.write(chunks)
-            else:
-                self.transport.writeSequence(chunks)
+            files.write_bytes(size_prefixed(encode_response(ctx.api_key, slot.version, ctx.correlation_id,
+                                                            response)))
         sent = time.monotonic()
         self._record(slot, sent, throttle_ms, encoding)
         if quotas is not None:

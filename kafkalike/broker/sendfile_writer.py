@@ -1,4 +1,4 @@
-"""A connection's answers written in order when some of them carry segment file ranges.
+"""A plaintext connection's answers, some of them carrying segment file ranges, written in order.
 
 A large Fetch answer's record sets are ranges of segment files (LogSlice). On a plaintext
 listener they go from the page cache to the socket with os.sendfile, as Kafka's
@@ -9,6 +9,11 @@ the bytes before a file range (size prefix, headers) are on the socket before se
 starts, and a sendfile the socket could take only part of continues when the socket is
 writable again; the reactor never waits. While the writer holds anything, every later
 answer of the connection queues behind it, so answers keep their order.
+
+Answers of bytes only go through the same writer: when nothing is queued or buffered
+they are sent at once with one sendmsg (write_bytes), which spares a small answer
+Twisted's buffer-then-wait-for-writability round; what the socket does not take is
+left to the transport, in order.
 
 Each range's descriptor is duplicated when queued: the segment may be deleted or
 closed before the range is sent (a slow consumer), and the duplicate keeps the file
@@ -78,6 +83,34 @@ class SendfileWriter:
         if not self._registered:
             self._registered = True
             self.transport.registerProducer(self, False)     # calls resumeProducing at once
+
+    def write_bytes(self, chunks: list) -> None:
+        """An answer of bytes only. Behind a file range in progress it queues; otherwise,
+        when the transport holds nothing, it goes to the socket at once with one sendmsg
+        and only what the socket did not take is left to the transport. Twisted's write
+        would buffer it, start watching for writability (an epoll change), send on the
+        next turn of the reactor and stop watching (another change): for a small answer,
+        such as a produce's, that was most of the cost of writing it."""
+        if self._registered:
+            self.write(chunks)
+            return
+        transport = self.transport
+        if _buffered(transport) or not transport.connected or transport._writeDisconnected:
+            transport.writeSequence(chunks)
+            return
+        try:
+            sent = transport.socket.sendmsg(chunks)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:
+            transport.writeSequence(chunks)     # Twisted's own send meets the error and closes
+            return
+        for i, chunk in enumerate(chunks):
+            size = len(chunk)
+            if sent < size:
+                transport.writeSequence([chunk[sent:] if sent else chunk] + chunks[i + 1:])
+                return
+            sent -= size
 
     def resumeProducing(self) -> None:
         transport, queue = self.transport, self._queue

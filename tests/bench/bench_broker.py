@@ -31,7 +31,10 @@ fetched.
 
 --loads kcat runs only the kcat phases (e.g. with --batch-size 1048576, where the
 confluent-kafka phases measure their own Python loop); kcat's message.max.bytes is
-raised to fit batches larger than its default 1,000,000.
+raised to fit batches larger than its default 1,000,000. --value-size changes the
+record value size (100 bytes by default, as the aims state them): with larger values a
+load generator spends less per MB, which shows the broker's rate where kcat's per-record
+cost is the limit.
 
 --profile PREFIX also records the broker with py-spy during one extra produce run per
 load generator (PREFIX.confluent.txt, PREFIX.kcat.txt, py-spy's raw collapsed stacks)
@@ -106,13 +109,15 @@ def log_bytes(log_dir: Path, topic: str) -> int:
 # -- the broker side --------------------------------------------------------------------
 
 class Bench:
-    def __init__(self, broker, records: int, batch_size: int, linger_ms: int, scratch: Path):
+    def __init__(self, broker, records: int, batch_size: int, linger_ms: int, scratch: Path,
+                 value_size: int = 100):
         self.broker = broker
         self.records = records
+        self.value_size = value_size
         self.batch_size = batch_size
         self.linger_ms = linger_ms
         self.scratch = scratch
-        self.value = harness.printable_value(VALUE_SIZE)
+        self.value = harness.printable_value(value_size)
         self.lines_path = scratch / "values.txt"
         if not self.lines_path.exists():
             harness.write_value_lines(self.lines_path, self.value, records)
@@ -127,7 +132,7 @@ class Bench:
         return harness.process_cpu(self.broker.proc.pid)
 
     def _sample(self, timed: harness.Timed, topic: str) -> Sample:
-        sample = Sample(timed.seconds, self.records * VALUE_SIZE, 0, self.records, timed.broker_cpu[0],
+        sample = Sample(timed.seconds, self.records * self.value_size, 0, self.records, timed.broker_cpu[0],
                         timed.client_cpu)
         sample.wire_bytes = log_bytes(self.broker.log_dir, topic)
         return sample
@@ -200,7 +205,7 @@ class Bench:
         if done.returncode != 0 or len(offsets) != self.records or int(offsets[-1]) != self.records - 1:
             raise RuntimeError(f"kcat fetch failed ({done.returncode}): {done.stderr[-500:]!r}")
         sample.records = len(offsets)
-        sample.payload_bytes = self.records * VALUE_SIZE
+        sample.payload_bytes = self.records * self.value_size
         return sample
 
 
@@ -337,7 +342,7 @@ def run(args) -> int:
     sides = harness.checkouts(args)
     with harness.Lab("broker", args.dir) as lab:
         benches = {side.label: Bench(lab.broker(side.label, side), args.records, args.batch_size, args.linger_ms,
-                                     lab.scratch)
+                                     lab.scratch, args.value_size)
                    for side in sides}
         bench = benches["this"]
         broker = bench.broker
@@ -346,7 +351,7 @@ def run(args) -> int:
         harness.print_checkouts(sides)
         print(f"broker log dir {broker.log_dir} ({harness.filesystem_of(broker.log_dir)}); "
               f"/tmp is {harness.filesystem_of(Path(tempfile.gettempdir()))}")
-        print(f"{args.records} records of {VALUE_SIZE} bytes, 1 partition, acks=1, batch.size={args.batch_size}, "
+        print(f"{args.records} records of {args.value_size} bytes, 1 partition, acks=1, batch.size={args.batch_size}, "
               f"linger.ms={args.linger_ms}, no compression; {args.reps} interleaved reps, medians")
 
         results: dict[str, dict[str, list]] = {side.label: collections.defaultdict(list) for side in sides}
@@ -365,7 +370,7 @@ def run(args) -> int:
             results[side][f"fetch {label}"].append(fetch(topic, made.wire_bytes))
 
         def limits() -> None:
-            size = wire or args.records * (VALUE_SIZE + 10)
+            size = wire or args.records * (args.value_size + 10)
             limits_["loopback"].append(loopback(size))
             here = disk(broker.log_dir, size)
             limits_["disk logdir write"].append(here.write)
@@ -444,6 +449,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--linger-ms", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=16384)
+    parser.add_argument("--value-size", type=int, default=VALUE_SIZE,
+                        help="bytes per record value (default 100, the aims' setting)")
     parser.add_argument("--loads", type=lambda text: tuple(text.split(",")), default=("confluent", "kcat"),
                         help="load generators to run, of confluent,kcat (default both)")
     parser.add_argument("--profile", metavar="PREFIX",

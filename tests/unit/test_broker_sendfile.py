@@ -66,8 +66,8 @@ def _slow_reader(port: int, expect: int, pause: float = 0.0005) -> bytes:
         while len(got) < expect:
             try:
                 chunk = sock.recv(32768)
-            except ConnectionResetError:
-                break               # aborted by the server
+            except OSError:
+                break               # reset: the server aborted the connection
             if not chunk:
                 break
             got += chunk
@@ -207,5 +207,28 @@ async def test_a_wrapped_transport_is_never_sent_files():
         assert not sendfile_writer.transport_supports_sendfile(wrapper)
         server.transport.loseConnection()
         await client
+    finally:
+        await port.stopListening()
+
+
+@pytest_twisted.ensureDeferred
+async def test_byte_answers_go_straight_to_the_socket_and_keep_their_place(segment, counted_sendfile):
+    """A bytes-only answer is sent at once when nothing waits; what the socket does not
+    take, and answers behind a file range, stay in order."""
+    fd, path, data = segment
+    port, factory = _listen(_Server)
+    try:
+        big = os.urandom(2_000_000)           # more than the socket takes at once
+        expect = [b"a", big, b"b", data[:500_000], b"c", b"d"]
+        reading = threads.deferToThread(_slow_reader, port.getHost().port, sum(len(p) for p in expect))
+        server = await factory.connected
+        writer = SendfileWriter(server.transport)
+        writer.write_bytes([b"a", big])
+        assert not writer.busy and 0 < sendfile_writer._buffered(server.transport) < len(big)   # a partial send
+        writer.write([b"b", LogSlice(0, 0, 0, 500_000, fd, path)])     # waits behind the buffered bytes
+        writer.write_bytes([b"c"])                                      # behind the file range
+        writer.write_bytes([b"d"])
+        assert await reading == b"".join(expect)
+        assert not writer.busy
     finally:
         await port.stopListening()
