@@ -10,6 +10,7 @@ import struct
 import uuid as _uuid
 
 from kafkalike.protocol.errors import ProtocolDecodeError
+from kafkalike.protocol.fast.wire import uvarint as _uvarint
 
 _B = struct.Struct(">b")
 _H = struct.Struct(">h")
@@ -81,21 +82,7 @@ class Reader:
 
     def uvarint(self) -> int:
         """Unsigned varint of at most 5 bytes (an int32's worth)."""
-        buf, pos, end = self.buf, self.pos, self.end
-        value = 0
-        shift = 0
-        while True:
-            if pos >= end:
-                raise ProtocolDecodeError("truncated varint")
-            b = buf[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                break
-            shift += 7
-            if shift > 28:
-                raise ProtocolDecodeError("varint longer than 5 bytes")
-        self.pos = pos
+        value, self.pos = _uvarint(self.buf, self.pos, self.end)
         return value
 
     def uvarlong(self) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from kafkalike.protocol.fast.wire import I32, put_uvarint
+from kafkalike.protocol.fast.wire import I32, put_array_length, put_length, put_string
 from kafkalike.protocol.messages.fetch import FetchResponse
 
 _I = I32
@@ -19,7 +19,6 @@ _PART_V0 = struct.Struct(">ihq")         # partition, error code, high watermark
 _PART_V4 = struct.Struct(">ihqq")        # + last stable offset
 _PART_V5 = struct.Struct(">ihqqq")       # + log start offset
 _ABORTED = struct.Struct(">qq")
-_H = struct.Struct(">h")
 _EPOCH_END = struct.Struct(">iqB")       # diverging_epoch: epoch, end offset, no tagged fields
 _LEADER = struct.Struct(">iiB")          # current_leader: leader id, leader epoch
 _SNAPSHOT = struct.Struct(">qiB")        # snapshot_id: end offset, epoch
@@ -44,26 +43,11 @@ def encode_fetch_response(version: int, correlation_id: int, response: FetchResp
     elif version >= 1:
         out += _I.pack(response.throttle_time_ms)
     topics = response.responses
-    if topics is None:
-        raise ValueError(f"field responses is not nullable in version {version}")
-    if flexible:
-        put_uvarint(out, len(topics) + 1)
-    else:
-        out += _I.pack(len(topics))
+    put_array_length(out, topics, flexible, "responses", version)
     for topic in topics:
-        name = topic.topic.encode("utf-8")
-        if flexible:
-            put_uvarint(out, len(name) + 1)
-        else:
-            out += _H.pack(len(name))
-        out += name
+        put_string(out, topic.topic, flexible)
         parts = topic.partition_responses
-        if parts is None:
-            raise ValueError(f"field partition_responses is not nullable in version {version}")
-        if flexible:
-            put_uvarint(out, len(parts) + 1)
-        else:
-            out += _I.pack(len(parts))
+        put_array_length(out, parts, flexible, "partition_responses", version)
         for p in parts:
             if version >= 5:
                 out += _PART_V5.pack(p.partition, p.error_code, p.high_watermark, p.last_stable_offset,
@@ -77,10 +61,7 @@ def encode_fetch_response(version: int, correlation_id: int, response: FetchResp
                 if aborted is None:
                     out += b"\x00" if flexible else b"\xff\xff\xff\xff"
                 else:
-                    if flexible:
-                        put_uvarint(out, len(aborted) + 1)
-                    else:
-                        out += _I.pack(len(aborted))
+                    put_length(out, len(aborted), flexible)
                     for a in aborted:
                         out += _ABORTED.pack(a.producer_id, a.first_offset)
                         if flexible:
@@ -92,10 +73,7 @@ def encode_fetch_response(version: int, correlation_id: int, response: FetchResp
                 out += b"\x00" if flexible else b"\xff\xff\xff\xff"
             else:
                 size = len(records)
-                if flexible:
-                    put_uvarint(out, size + 1)
-                else:
-                    out += _I.pack(size)
+                put_length(out, size, flexible)
                 if size:
                     if type(records) not in _BUFFERS and (keep_files_from is None or size < keep_files_from):
                         records = bytes(records)      # a file range read now (LogSlice.__bytes__)

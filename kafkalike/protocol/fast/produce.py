@@ -9,7 +9,8 @@ from __future__ import annotations
 import struct
 
 from kafkalike.protocol.errors import ProtocolDecodeError
-from kafkalike.protocol.fast.wire import I32, array_length, length, put_uvarint, skip_tagged, string, uvarint
+from kafkalike.protocol.fast.wire import (I32, array_length, length, put_array_length, put_nullable_string, put_string,
+                                         skip_tagged, string, uvarint)
 from kafkalike.protocol.messages.produce import ProduceRequest, ProduceResponse
 
 _ACKS_TIMEOUT = struct.Struct(">hi")
@@ -20,7 +21,6 @@ _HEAD = struct.Struct(">i")          # response header: correlation id
 _PART_V0 = struct.Struct(">ihq")     # index, error code, base offset
 _PART_V2 = struct.Struct(">ihqq")    # + log append time
 _PART_V5 = struct.Struct(">ihqqq")   # + log start offset
-_H = struct.Struct(">h")
 
 VERSIONS = (0, 9)
 
@@ -70,34 +70,6 @@ def decode_produce_request(frame, pos: int, version: int) -> ProduceRequest:
     return ProduceRequest(transactional_id, acks, timeout_ms, topics)
 
 
-def _string(out: bytearray, v: str, compact: bool) -> None:
-    data = v.encode("utf-8")
-    if compact:
-        put_uvarint(out, len(data) + 1)
-    else:
-        out += _H.pack(len(data))
-    out += data
-
-
-def _nullable_string(out: bytearray, v: str | None, compact: bool) -> None:
-    if v is None:
-        if compact:
-            out.append(0)
-        else:
-            out += b"\xff\xff"
-        return
-    _string(out, v, compact)
-
-
-def _array_length(out: bytearray, items, compact: bool, name: str, version: int) -> None:
-    if items is None:
-        raise ValueError(f"field {name} is not nullable in version {version}")
-    if compact:
-        put_uvarint(out, len(items) + 1)
-    else:
-        out += I32.pack(len(items))
-
-
 def encode_produce_response(version: int, correlation_id: int, response: ProduceResponse) -> list:
     """The response frame (header and body, without the size prefix) as a list of buffers."""
     flexible = version >= 9
@@ -105,11 +77,11 @@ def encode_produce_response(version: int, correlation_id: int, response: Produce
     if flexible:
         out.append(0)                         # response header v1: no tagged fields
     topics = response.responses
-    _array_length(out, topics, flexible, "responses", version)
+    put_array_length(out, topics, flexible, "responses", version)
     for topic in topics:
-        _string(out, topic.name, flexible)
+        put_string(out, topic.name, flexible)
         parts = topic.partition_responses
-        _array_length(out, parts, flexible, "partition_responses", version)
+        put_array_length(out, parts, flexible, "partition_responses", version)
         for p in parts:
             if version >= 5:
                 out += _PART_V5.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms, p.log_start_offset)
@@ -119,13 +91,13 @@ def encode_produce_response(version: int, correlation_id: int, response: Produce
                 out += _PART_V0.pack(p.index, p.error_code, p.base_offset)
             if version >= 8:
                 errors = p.record_errors
-                _array_length(out, errors, flexible, "record_errors", version)
+                put_array_length(out, errors, flexible, "record_errors", version)
                 for e in errors:
                     out += I32.pack(e.batch_index)
-                    _nullable_string(out, e.batch_index_error_message, flexible)
+                    put_nullable_string(out, e.batch_index_error_message, flexible)
                     if flexible:
                         out.append(0)
-                _nullable_string(out, p.error_message, flexible)
+                put_nullable_string(out, p.error_message, flexible)
             if flexible:
                 out.append(0)
         if flexible:

@@ -108,3 +108,33 @@ def put_uvarint(out: bytearray, v: int) -> None:
         out.append((v & 0x7F) | 0x80)
         v >>= 7
     out.append(v)
+
+
+def put_length(out: bytearray, n: int, compact: bool) -> None:
+    """An array's or record set's length: a varint of n+1 when compact, else an int32."""
+    if compact:
+        put_uvarint(out, n + 1)
+    else:
+        out += I32.pack(n)
+
+
+def put_array_length(out: bytearray, items, compact: bool, name: str, version: int) -> None:
+    if items is None:
+        raise ValueError(f"field {name} is not nullable in version {version}")
+    put_length(out, len(items), compact)
+
+
+def put_string(out: bytearray, v: str, compact: bool) -> None:
+    data = v.encode("utf-8")
+    if compact:
+        put_uvarint(out, len(data) + 1)
+    else:
+        out += H.pack(len(data))
+    out += data
+
+
+def put_nullable_string(out: bytearray, v: str | None, compact: bool) -> None:
+    if v is None:
+        out += b"\x00" if compact else b"\xff\xff"
+        return
+    put_string(out, v, compact)
