@@ -8,16 +8,15 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-import urllib.request
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from prometheus_client.parser import text_string_to_metric_families
 
 from kafkalike.lab.cluster import Cluster
 from kafkalike.lab.zookeeper import free_ports
 from tests.conftest import scratch_dir
+from tests.metrics_scrape import Scrape
 
 pytestmark = pytest.mark.integration
 
@@ -31,31 +30,6 @@ def wait_until(predicate, timeout=45.0, what="condition"):
             return
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-class Scrape:
-    """One scrape of a broker's /metrics, as Prometheus parses it."""
-
-    def __init__(self, url: str):
-        with urllib.request.urlopen(url, timeout=10) as response:
-            self.content_type = response.headers["Content-Type"]
-            text = response.read().decode()
-        self.families = {f.name: f for f in text_string_to_metric_families(text)}
-        self.samples: dict[str, dict[frozenset, float]] = {}
-        for family in self.families.values():
-            for s in family.samples:
-                self.samples.setdefault(s.name, {})[frozenset(s.labels.items())] = s.value
-
-    def value(self, name: str, default: float | None = None, **labels: str) -> float:
-        found = self.samples.get(name, {}).get(frozenset(labels.items()))
-        if found is None:
-            if default is None:
-                raise KeyError(f"{name}{labels} not in the scrape")
-            return default
-        return found
-
-    def series(self, name: str) -> dict[frozenset, float]:
-        return self.samples.get(name, {})
 
 
 @pytest.fixture
