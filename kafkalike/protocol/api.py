@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from kafkalike.protocol import messages
 from kafkalike.protocol.errors import ProtocolDecodeError
 from kafkalike.protocol.fast import fetch as fast_fetch
+from kafkalike.protocol.fast import fetch_request as fast_fetch_request
 from kafkalike.protocol.fast import produce as fast_produce
 from kafkalike.protocol.fast.header import RequestHeaderParser
 from kafkalike.protocol.messages.headers import RequestHeader, ResponseHeader
@@ -124,10 +125,12 @@ parse_request_header = _header_parser().parse
 
 
 def decode_request_body(api_key: int, version: int, frame, pos: int) -> MessageData:
-    """The body of a request whose header ends at `pos`: Produce by its dedicated decoder
-    (kafkalike.protocol.fast), the rest by the generic one."""
+    """The body of a request whose header ends at `pos`: Produce and Fetch by their
+    dedicated decoders (kafkalike.protocol.fast), the rest by the generic one."""
     if api_key == 0 and 0 <= version <= 9:
         return fast_produce.decode_produce_request(frame, pos, version)
+    if api_key == 1 and 0 <= version <= 12:
+        return fast_fetch_request.decode_fetch_request(frame, pos, version)
     spec = APIS.get(api_key)
     if spec is None:
         raise ProtocolDecodeError(f"unknown api key {api_key}")

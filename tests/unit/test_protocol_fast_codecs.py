@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from kafkalike.protocol import api
 from kafkalike.protocol.errors import ProtocolDecodeError
 from kafkalike.protocol.fast.fetch import encode_fetch_response
+from kafkalike.protocol.fast.fetch_request import decode_fetch_request
 from kafkalike.protocol.fast.produce import decode_produce_request, encode_produce_response
-from kafkalike.protocol.messages.fetch import FetchResponse
+from kafkalike.protocol.messages.fetch import FetchRequest, FetchResponse
 from kafkalike.protocol.messages.produce import ProduceRequest, ProduceResponse
 from kafkalike.protocol.types import Reader
 from kafkalike.storage.log import LogSlice
@@ -29,9 +30,9 @@ def _verdict(fn):
         return "error", None
 
 
-def _generic_body(frame, version):
+def _generic_body(frame, version, cls=ProduceRequest):
     header, reader = api.decode_request_header(frame)
-    return ProduceRequest.read_from(reader, version)
+    return cls.read_from(reader, version)
 
 
 def _fast_body(frame, version):
@@ -82,6 +83,72 @@ def test_damaged_produce_frames_get_the_same_verdict(version):
         if fast[0] == "ok":
             assert _records_as_bytes(fast[1]) == _records_as_bytes(generic[1])
     check()
+
+
+@pytest.mark.parametrize("version", range(0, 13))
+def test_fetch_request_decodes_as_the_generic_codec(version):
+    @SETTINGS
+    @given(struct_strategy(FetchRequest, version), st.integers(-2**31, 2**31 - 1), st.none() | st.text(max_size=8))
+    def check(request, correlation_id, client_id):
+        frame = api.encode_request(1, version, correlation_id, client_id, request)
+        fast = _fast_body(frame, version)
+        assert type(fast) is FetchRequest
+        assert fast == _generic_body(frame, version, FetchRequest)
+        # Fields the version carries come back as sent; the rest are the declared defaults.
+        assert fast == FetchRequest.decode(request.encode(version), version)
+    check()
+
+
+def _consumer_fetch(version, n_partitions=2):
+    return FetchRequest(
+        cluster_id="c1" if version >= 12 else None, replica_id=-1, max_wait_ms=500, min_bytes=1,
+        max_bytes=52428800, isolation_level=1 if version >= 4 else 0,
+        session_id=7 if version >= 7 else 0, session_epoch=3 if version >= 7 else -1,
+        topics=[FetchRequest.FetchTopic(topic="orders", partitions=[
+            FetchRequest.FetchPartition(partition=i, current_leader_epoch=5 if version >= 9 else -1,
+                                        fetch_offset=1000 + i, last_fetched_epoch=4 if version >= 12 else -1,
+                                        log_start_offset=0 if version >= 5 else -1, partition_max_bytes=1048576)
+            for i in range(n_partitions)])],
+        forgotten_topics_data=[FetchRequest.ForgottenTopic(topic="old", partitions=[0, 2])] if version >= 7 else [],
+        rack_id="rack-a" if version >= 11 else "")
+
+
+@pytest.mark.parametrize("version", [0, 3, 4, 5, 7, 9, 11, 12])
+def test_damaged_fetch_frames_get_the_same_verdict(version):
+    frame = api.encode_request(1, version, 7, "client", _consumer_fetch(version))
+    body_at = api.parse_request_header(frame)[4]
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def check(data):
+        damaged = bytearray(frame)
+        for _ in range(data.draw(st.integers(1, 3))):
+            pos = data.draw(st.integers(body_at, len(damaged) - 1))
+            damaged[pos] = data.draw(st.integers(0, 255))
+        cut = data.draw(st.integers(body_at, len(damaged)))
+        damaged = bytes(damaged[:cut])
+        generic = _verdict(lambda: _generic_body(damaged, version, FetchRequest))
+        fast = _verdict(lambda: _fast_body(damaged, version))
+        assert fast == generic
+    check()
+
+
+def test_fetch_request_v12_tagged_fields_as_the_generic_reader():
+    """cluster_id (tag 0) read, unknown tags skipped, tags out of order, a tag 0 whose
+    string does not fill its declared size, and sizes past the end refused."""
+    request = _consumer_fetch(12, 1)
+    body = bytearray(request.encode(12))
+    assert body.endswith(b"\x01\x00\x03\x03c1")       # one tag: 0, 3 bytes, compact "c1"
+    prefix = bytes(body[:-6])
+    cases = [b"\x00", b"\x01\x00\x01\x00", b"\x02\x00\x03\x03c1\x05\x02zz", b"\x01\x07\x01z",
+             b"\x01\x00\x04\x03c1z", b"\x01\x00\x02\x03c", b"\x02\x05\x00\x00\x00",
+             b"\x01\x00\x03\x03\xff\xfe", b"\x01\x00\x09\x03c1"]
+    for tags in cases:
+        frame = b"pad" + prefix + tags
+        generic = _verdict(lambda: FetchRequest.decode(frame, 12, 3))
+        assert _verdict(lambda: decode_fetch_request(frame, 3, 12)) == generic, tags
+    assert decode_fetch_request(b"pad" + prefix + b"\x00", 3, 12).cluster_id is None
+    assert decode_fetch_request(b"pad" + bytes(body), 3, 12) == request
 
 
 HEADER_CASES = [(0, 3), (0, 9), (1, 12), (7, 0), (7, 3), (18, 3), (3, 9), (999, 1)]
