@@ -83,7 +83,15 @@ class Purgatory:
         return sum(len(v) for v in self._watchers.values())
 
     def shutdown(self) -> None:
+        """Drop what waits, answering nothing, as Kafka's purgatory shutdown does.
+
+        Completing a waiting acks=all produce here would answer it with success for
+        records no follower has yet: a broker stopping after its controlled shutdown
+        (its leaderships already moved) acknowledged writes the new leader never had,
+        and they were lost. The connections are closing; their clients retry."""
         for ops in list(self._watchers.values()):
             for op in ops:
-                op.force_complete()
+                op.completed = True
+                if op._timer is not None and op._timer.active():
+                    op._timer.cancel()
         self._watchers.clear()
