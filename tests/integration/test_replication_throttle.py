@@ -40,6 +40,16 @@ def fill(bootstrap: str, topic: str) -> None:
     assert producer.flush(30) == 0
 
 
+def burst_floor() -> float:
+    """The least time a throttled move may take: all the data at RATE but a burst. The
+    quota (as Kafka's) divides the bytes of its samples by their span, counted as at
+    least one window, so a window's worth may go ahead of the rate; and the check comes
+    before a read of up to replica.fetch.max.bytes, so each round may overshoot by one
+    read. 3 windows' worth is allowed (the CI once moved the data in 5.3 s against the
+    former 2-window floor of 5.5 s; unthrottled, the move takes under a second)."""
+    return (DATA - 3 * RATE) / RATE
+
+
 def timed_move(cluster: Cluster, view: ZooKeeperView, topic: str, tmp_path, *throttle: str) -> float:
     plan = move_file(tmp_path, topic, [0, 1], name=f"{topic}.json")
     started = time.monotonic()
@@ -59,8 +69,7 @@ def test_a_throttled_move_runs_at_the_throttled_rate(cluster, tmp_path, module_z
         fill(cluster.bootstrap, "capped")
         unthrottled = timed_move(cluster, view, "free", tmp_path)
         throttled = timed_move(cluster, view, "capped", tmp_path, "--throttle", str(RATE))
-        # All but the first window's burst at RATE at most (and not much slower).
-        floor = (DATA - 2 * RATE) / RATE
+        floor = burst_floor()
         print(f"moved {DATA} bytes in {unthrottled:.2f} s unthrottled, {throttled:.2f} s at {RATE} B/s "
               f"({DATA / throttled:,.0f} B/s)")
         assert throttled >= floor, (throttled, unthrottled)
@@ -101,7 +110,7 @@ def test_the_leader_side_alone_caps_a_move(cluster, tmp_path, module_zk_chroot):
             assert done.returncode == 0, done.stderr
         took = timed_move(cluster, view, "led", tmp_path)
         print(f"moved {DATA} bytes in {took:.2f} s with the leader throttled at {RATE} B/s")
-        assert took >= (DATA - 2 * RATE) / RATE
+        assert took >= burst_floor()
         assert DATA / took < 2 * RATE
     finally:
         configs_tool("--bootstrap-server", cluster.bootstrap, "--alter", "--entity-type", "brokers",
