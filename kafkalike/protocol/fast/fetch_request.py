@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 
 from kafkalike.protocol.errors import ProtocolDecodeError
-from kafkalike.protocol.fast.wire import array_length, skip_tagged, string, uvarint
+from kafkalike.protocol.fast.wire import array_length, skip_tagged, string
 from kafkalike.protocol.messages.fetch import FetchRequest
 
 _Topic = FetchRequest.FetchTopic
@@ -127,24 +127,14 @@ def decode_fetch_request(frame, pos: int, version: int) -> FetchRequest:
 def _request_tags(buf, pos: int, end: int) -> str | None:
     """The request's tagged fields: cluster_id (tag 0) read, others checked and skipped,
     as the generic reader does (a known field must fill its declared size exactly)."""
-    if pos < end and buf[pos] == 0:
-        return None
-    cluster_id = None
-    count, pos = uvarint(buf, pos, end)
-    last = -1
-    for _ in range(count):
-        tag, pos = uvarint(buf, pos, end)
-        if tag <= last:
-            raise ProtocolDecodeError(f"tagged fields out of order: {tag} after {last}")
-        last = tag
-        size, pos = uvarint(buf, pos, end)
-        if size > end - pos:
-            raise ProtocolDecodeError(f"tagged field {tag} of {size} bytes runs past the end")
-        field_end = pos + size
+    found: list[str | None] = []
+
+    def cluster_id(tag: int, start: int, field_end: int) -> None:
         if tag == 0:
-            cluster_id, at = string(buf, pos, field_end, True, True)
+            value, at = string(buf, start, field_end, True, True)
             if at != field_end:
-                raise ProtocolDecodeError(f"tagged field {tag} did not consume its {size} bytes")
-        pos = field_end
-    return cluster_id
+                raise ProtocolDecodeError(f"tagged field {tag} did not consume its {field_end - start} bytes")
+            found.append(value)
+    skip_tagged(buf, pos, end, cluster_id)
+    return found[0] if found else None
 

@@ -83,9 +83,10 @@ def array_length(buf, pos: int, end: int, compact: bool) -> tuple[int, int]:
     return length(n, False, pos, end, "array"), pos
 
 
-def skip_tagged(buf, pos: int, end: int) -> int:
-    """A tagged-field section none of whose tags the reader knows: checked (ascending
-    tags, sizes within the frame) and skipped, as the generic reader does."""
+def skip_tagged(buf, pos: int, end: int, on_field=None) -> int:
+    """A tagged-field section: checked (ascending tags, sizes within the frame) and
+    skipped, as the generic reader does; `on_field(tag, start, field_end)`, if given,
+    reads the fields the caller knows."""
     if pos < end and buf[pos] == 0:
         return pos + 1
     count, pos = uvarint(buf, pos, end)
@@ -98,6 +99,8 @@ def skip_tagged(buf, pos: int, end: int) -> int:
         size, pos = uvarint(buf, pos, end)
         if size > end - pos:
             raise ProtocolDecodeError(f"tagged field {tag} of {size} bytes runs past the end")
+        if on_field is not None:
+            on_field(tag, pos, pos + size)
         pos += size
     return pos
 
