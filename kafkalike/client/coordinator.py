@@ -490,7 +490,7 @@ class ConsumerCoordinator:
         by_topic: dict[str, list[int]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-        request = OffsetFetchRequest(group_id=self.group_id, require_stable=False, topics=[
+        request = OffsetFetchRequest(group_id=self.group_id, require_stable=True, topics=[
             OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])
         while True:
             left = deadline - self.clock()

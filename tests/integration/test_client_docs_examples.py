@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from kafkalike.client.admin import AdminClient
+from kafkalike.client.consumer import KafkaConsumer
+from kafkalike.client.producer import KafkaProducer
+
 pytestmark = pytest.mark.integration
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "client.md"
@@ -60,4 +64,17 @@ def test_example_runs(index: int, broker) -> None:
     # Parametrized tests run in page order, so the blocks see the state the page builds up.
     heading, code = BLOCKS[index]
     code = code.replace(DOC_BOOTSTRAP, broker.bootstrap)
-    exec(compile(code, f"docs/client.md[{heading}]", "exec"), {"__name__": f"client_md_example_{index}"})
+    namespace = {"__name__": f"client_md_example_{index}"}
+    try:
+        exec(compile(code, f"docs/client.md[{heading}]", "exec"), namespace)
+    finally:
+        close_clients(namespace)
+
+
+def close_clients(namespace: dict) -> None:
+    """Close what a failed example left open, so its threads do not log into later tests."""
+    for value in namespace.values():
+        if isinstance(value, (KafkaProducer, KafkaConsumer)):
+            value.close(0)
+        elif isinstance(value, AdminClient):
+            value.close()

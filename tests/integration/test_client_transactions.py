@@ -27,6 +27,7 @@ from kafkalike.client.errors import (
     IllegalStateError,
     InvalidProducerEpochError,
     KafkaError,
+    KafkaTimeoutError,
     ProducerFencedError,
     RecordTooLargeError,
     TransactionAbortedError,
@@ -268,7 +269,13 @@ def test_send_offsets_to_transaction_commits_the_groups_offsets_only_on_commit(b
         # Pending until the commit: librdkafka asks for stable offsets (KIP-447) and waits.
         with pytest.raises(KafkaException, match="Timed out"):
             committed_offsets(broker.bootstrap, group, source, 2, timeout_s=2)
+        # kafkalike's consumer asks for stable offsets too, as the Java consumer does.
+        assigned = sorted(consumer.assignment())
+        with pytest.raises(KafkaTimeoutError):
+            consumer.committed(assigned, timeout=2)
         producer.commit_transaction(TIMEOUT_S)
+        # Right after the commit the markers may still be on their way; committed() waits for them.
+        assert {tp.partition: o.offset for tp, o in consumer.committed(assigned).items()} == {0: 3, 1: 3}
         assert committed_offsets(broker.bootstrap, group, source, 2) == {0: 3, 1: 3}
 
         with pytest.raises(ValueError, match="generationId > 0 but member.id"):

@@ -80,7 +80,11 @@ def test_every_acks_setting_delivers_records_intact(strict_broker, admin, topic_
         assert (r.value, list(r.headers), r.timestamp, r.timestamp_type) == (s.value, s.headers, s.timestamp, 0)
         if report is not None:
             assert (r.partition, r.offset) == report
-    assert stored_codecs(strict_broker.log_dir, topic_name) == {CODEC_IDS[codec]}
+    # kafka-python, like librdkafka, sends a batch uncompressed when compressing would not
+    # make it smaller (snappy on a batch of one or two random binary records, as timing may
+    # cut them); the broker stores what it was sent.
+    stored = stored_codecs(strict_broker.log_dir, topic_name)
+    assert CODEC_IDS[codec] in stored and stored <= {0, CODEC_IDS[codec]}, stored
 
 
 def test_consumer_seeks_and_lists_offsets(strict_broker, admin, topic_name):
