@@ -67,9 +67,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from twisted.internet import defer, reactor
 
+    from kafkalike.broker.heap_freezer import HeapFreezer
     from kafkalike.broker.server import KafkaServer
 
     server = KafkaServer(config, reactor)
+    HeapFreezer(reactor.callFromThread).install()
     status = {"code": 0}
 
     def started_failed(failure):

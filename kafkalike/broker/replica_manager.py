@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from twisted.internet import defer, threads
 
+from kafkalike.broker import heap_freezer
 from kafkalike.broker.partition import Partition
 from kafkalike.broker.purgatory import DelayedOperation, Purgatory
 from kafkalike.broker.replication_quota import ReplicationQuota
@@ -506,6 +507,8 @@ class ReplicaManager:
     def stop_replicas(self, items: Sequence[tuple[str, int, bool]]) -> dict[TopicPartition, ErrorCode]:
         """StopReplica's (topic, partition, delete) items; answers the ones that failed."""
         errors: dict[TopicPartition, ErrorCode] = {}
+        if any(delete for _, _, delete in items):
+            heap_freezer.thaw()      # the deleted partitions' reference cycles go to the collector again
         for topic, partition, delete in items:
             self.fetchers.remove((topic, partition))
             try:

@@ -469,50 +469,51 @@ def run(args: argparse.Namespace) -> int:
               f"no compression, sticky.partitioning.linger.ms=0, max.in.flight.requests.per.connection="
               f"{args.max_in_flight or 'librdkafka default (1000000)'}; {args.reps} interleaved reps, medians; {limit}")
 
-        # 1. partitions
-        stamp("creating the topics")
-        for count in sorted(set(args.partitions) | {args.connection_partitions}):
-            bench.create(count)
-        stamp("produce by partitions (kcat)")
-        by_partitions: dict[int, list[Sample]] = collections.defaultdict(list)
-        harness.interleave(args.reps, sorted(args.partitions),
-                           lambda n: by_partitions[n].append(bench.produce_kcat(n)),
-                           lambda rep: print(f"  rep {rep + 1}: " + ", ".join(
-                               f"{n}p {by_partitions[n][-1].mb_s():.1f}" for n in sorted(by_partitions))
-                               + " MB/s", flush=True))
-        stamp("done")
-        produce_table("produce by partition count (kcat -P, 1 connection; records spread at random over all "
-                      "partitions):", "partitions", by_partitions, {})
+        if not args.only_big:
+            # 1. partitions
+            stamp("creating the topics")
+            for count in sorted(set(args.partitions) | {args.connection_partitions}):
+                bench.create(count)
+            stamp("produce by partitions (kcat)")
+            by_partitions: dict[int, list[Sample]] = collections.defaultdict(list)
+            harness.interleave(args.reps, sorted(args.partitions),
+                               lambda n: by_partitions[n].append(bench.produce_kcat(n)),
+                               lambda rep: print(f"  rep {rep + 1}: " + ", ".join(
+                                   f"{n}p {by_partitions[n][-1].mb_s():.1f}" for n in sorted(by_partitions))
+                                   + " MB/s", flush=True))
+            stamp("done")
+            produce_table("produce by partition count (kcat -P, 1 connection; records spread at random over all "
+                          "partitions):", "partitions", by_partitions, {})
 
-        # 2. connections
-        stamp(f"produce by connections (confluent-kafka, {args.connection_partitions} partitions)")
-        by_clients: dict[int, list[Sample]] = collections.defaultdict(list)
-        seen: dict[int, int] = {}
+            # 2. connections
+            stamp(f"produce by connections (confluent-kafka, {args.connection_partitions} partitions)")
+            by_clients: dict[int, list[Sample]] = collections.defaultdict(list)
+            seen: dict[int, int] = {}
 
-        def produce_clients(n: int) -> None:
-            sample, seen[n] = bench.produce_connections(n)
-            by_clients[n].append(sample)
+            def produce_clients(n: int) -> None:
+                sample, seen[n] = bench.produce_connections(n)
+                by_clients[n].append(sample)
 
-        harness.interleave(args.reps, sorted(args.connections), produce_clients,
-                           lambda rep: print(f"  rep {rep + 1}: " + ", ".join(
-                               f"{n}c {by_clients[n][-1].mb_s():.1f}" for n in sorted(by_clients))
-                               + " MB/s", flush=True))
-        stamp("done")
-        produce_table(f"produce by client connections (N confluent-kafka producers in one process, one Python "
-                      f"loop, {args.connection_partitions} partitions):", "producers", by_clients,
-                      {n: f"{seen[n]} client connections" for n in seen})
+            harness.interleave(args.reps, sorted(args.connections), produce_clients,
+                               lambda rep: print(f"  rep {rep + 1}: " + ", ".join(
+                                   f"{n}c {by_clients[n][-1].mb_s():.1f}" for n in sorted(by_clients))
+                                   + " MB/s", flush=True))
+            stamp("done")
+            produce_table(f"produce by client connections (N confluent-kafka producers in one process, one Python "
+                          f"loop, {args.connection_partitions} partitions):", "producers", by_clients,
+                          {n: f"{seen[n]} client connections" for n in seen})
 
-        if args.profile:
-            largest = max(args.partitions)
-            with Spy(bench.pid, Path(f"{args.profile}.produce.txt")) as spy:
-                sample = bench.produce_kcat(largest)
-            spy.summarise(f"a kcat run at {largest} partitions, {sample.mb_s():.1f} MB/s, "
-                          f"{sample.records_per_batch():.1f} records/batch")
-            most = max(args.connections)
-            with Spy(bench.pid, Path(f"{args.profile}.connections.txt")) as spy:
-                sample, _ = bench.produce_connections(most)
-            spy.summarise(f"{most} producers at {args.connection_partitions} partitions, {sample.mb_s():.1f} MB/s, "
-                          f"{sample.records_per_batch():.1f} records/batch")
+            if args.profile:
+                largest = max(args.partitions)
+                with Spy(bench.pid, Path(f"{args.profile}.produce.txt")) as spy:
+                    sample = bench.produce_kcat(largest)
+                spy.summarise(f"a kcat run at {largest} partitions, {sample.mb_s():.1f} MB/s, "
+                              f"{sample.records_per_batch():.1f} records/batch")
+                most = max(args.connections)
+                with Spy(bench.pid, Path(f"{args.profile}.connections.txt")) as spy:
+                    sample, _ = bench.produce_connections(most)
+                spy.summarise(f"{most} producers at {args.connection_partitions} partitions, {sample.mb_s():.1f} MB/s, "
+                              f"{sample.records_per_batch():.1f} records/batch")
 
         if args.no_big:
             print(f"load average {harness.load_average():.2f} at the end (other work on the machine skews a run)")
@@ -575,6 +576,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 "--quick)")
     parser.add_argument("--profile", metavar="PREFIX", help="py-spy the broker at the largest cases")
     parser.add_argument("--no-big", action="store_true", help="only the produce parts")
+    parser.add_argument("--only-big", action="store_true", help="only the many-partitions part")
     parser.add_argument("--max-in-flight", type=int, default=0,
                         help="max.in.flight.requests.per.connection of every producer (default: librdkafka's, "
                              "1000000; the Java client's is 5)")
