@@ -36,6 +36,7 @@ from kafkalike.records.record import MAX_RECORD_OVERHEAD, encode_headers
 from kafkalike.records.varint import encode_varint
 
 log = logging.getLogger("kafkalike.client.producer")
+_allocate_lock = threading.Lock
 
 _PREFIX = struct.Struct(">qiibI")      # base offset, batch length, leader epoch, magic, crc
 _AFTER_CRC = struct.Struct(">hiqqqhii")  # attributes ... records count
@@ -66,16 +67,23 @@ class RecordMetadata:
 
 
 class ProduceRequestResult:
-    """The outcome of one batch, shared by the futures of all its records."""
+    """The outcome of one batch, shared by the futures of all its records.
 
-    __slots__ = ("tp", "base_offset", "log_append_time", "error", "_event", "successors")
+    Completion is a one-shot latch: a lock held from creation and released once by done(),
+    which every waiter takes and gives back in turn. A threading.Event (a Condition over a
+    lock, built in Python) cost about as much to create as the rest of a batch, once per
+    batch on the thread that calls send()."""
+
+    __slots__ = ("tp", "base_offset", "log_append_time", "error", "_latch", "_done", "successors")
 
     def __init__(self, tp: TopicPartition) -> None:
         self.tp = tp
         self.base_offset = -1
         self.log_append_time = -1
         self.error: Exception | None = None
-        self._event = threading.Event()
+        self._done = False
+        self._latch = _allocate_lock()
+        self._latch.acquire()
         # After a split: the futures that took over this batch's records, by relative offset.
         self.successors: list[FutureRecordMetadata] | None = None
 
@@ -85,14 +93,31 @@ class ProduceRequestResult:
         self.error = error
 
     def done(self) -> None:
-        self._event.set()
+        if self._done:
+            return
+        self._done = True
+        try:
+            self._latch.release()
+        except RuntimeError:  # released by a concurrent done()
+            pass
 
     @property
     def completed(self) -> bool:
-        return self._event.is_set()
+        return self._done
 
     def wait(self, timeout: float | None = None) -> bool:
-        return self._event.wait(timeout)
+        if self._done:
+            return True
+        latch = self._latch
+        if timeout is None:
+            got = latch.acquire()
+        elif timeout <= 0:
+            got = latch.acquire(False)
+        else:
+            got = latch.acquire(True, min(timeout, threading.TIMEOUT_MAX))
+        if got:
+            latch.release()
+        return got or self._done
 
 
 class FutureRecordMetadata:
@@ -498,6 +523,60 @@ class RecordAccumulator:
         finally:
             if not created:
                 self.pool.deallocate(size)
+
+    def append_to_open(self, tp: tuple[str, int], timestamp: int, key: bytes | None, value: bytes,
+                       callback: Callback | None) -> tuple[FutureRecordMetadata | None, bool]:
+        """send()'s fast path: add a record without headers to the partition's open batch, if
+        it has one with room; (None, False) otherwise (then append() makes a new batch).
+
+        The same bytes and bookkeeping as ProducerBatch.try_append, inlined: at 100-byte
+        records the calls and branches of the general path were most of send()'s cost. The
+        flag is True only when this record filled the batch (the sender is woken once per
+        full batch; a new batch behind a full one wakes it through append())."""
+        with self._lock:
+            dq = self._batches.get(tp)
+            if not dq or self._closed:
+                return None, False
+            batch = dq[-1]
+            if batch._closed:
+                return None, False
+            count = batch.count
+            base = batch.base_ts
+            if base is None:
+                return None, False
+            d = timestamp - base
+            vlen = len(value)
+            small = _VARINT
+            if key is None:
+                if 0 <= d < _SMALL and count < _SMALL and vlen < _SMALL:
+                    tsd, od, vl = small[d], small[count], small[vlen]
+                else:
+                    tsd, od, vl = encode_varint(d), encode_varint(count), encode_varint(vlen)
+                body = 3 + len(tsd) + len(od) + len(vl) + vlen
+                kl = _NULL
+                key = b""
+                key_size = -1
+            else:
+                key_size = klen = len(key)
+                if 0 <= d < _SMALL and count < _SMALL and vlen < _SMALL and klen < _SMALL:
+                    tsd, od, vl, kl = small[d], small[count], small[vlen], small[klen]
+                else:
+                    tsd, od, vl, kl = encode_varint(d), encode_varint(count), encode_varint(vlen), encode_varint(klen)
+                body = 2 + len(tsd) + len(od) + len(kl) + klen + len(vl) + vlen
+            length = small[body] if body < _SMALL else encode_varint(body)
+            size = len(length) + body
+            total = batch._size + size
+            if total > batch._limit:
+                return None, False
+            batch._parts.extend((length, _ZERO, tsd, od, kl, key, vl, value, _ZERO))
+            batch._size = total
+            batch.count = count + 1
+            if timestamp > batch.max_ts:
+                batch.max_ts = timestamp
+            future = FutureRecordMetadata(batch.result, count, timestamp, key_size, vlen)
+            if callback is not None:
+                batch.thunks.append((callback, future))
+            return future, total >= batch._limit
 
     def begin_flush(self) -> None:
         with self._lock:

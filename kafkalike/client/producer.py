@@ -293,6 +293,12 @@ class KafkaProducer:
             idempotence=idempotence, transactions=self._transactions, sensors=ProducerMetrics(self._metrics))
         self._register_gauges(client)
         self._wakeup = client.wakeup  # cheap when a wakeup is already pending
+        # send()'s fast path is for producers whose records need no per-record hooks (no
+        # serializer but bytes passthrough, no interceptors, no transaction); _plain_limit
+        # keeps records send() must reject (too large) on the general path.
+        self._plain = (self._key_passthrough and self._value_passthrough and not self._interceptors.items
+                       and self._transactions is None)
+        self._plain_limit = min(self._max_request_size, self._buffer_memory) - _MAX_OVERHEAD
         self._closed = False
         self._close_lock = threading.Lock()
         self._sender.start()
@@ -315,6 +321,21 @@ class KafkaProducer:
         """Queue one record; returns a future of its RecordMetadata."""
         if self._closed:
             raise IllegalStateError("Cannot perform operation after producer has been closed")
+        if (self._plain and type(value) is bytes and partition is None and timestamp is None and not headers
+                and type(topic) is str and (key is None or type(key) is bytes)):
+            # The fast path: a record that needs no serializer, interceptor, transaction or
+            # header work and fits the partition's open batch. The same steps as _send, fewer
+            # calls and checks; anything else (a new batch, unknown metadata) takes _send.
+            cluster = self._metadata.cluster
+            if topic in cluster.topics and len(value) + (0 if key is None else len(key)) <= self._plain_limit:
+                partition = self._partitioner.partition(topic, key, key, value, value, cluster)
+                future, filled = self._accumulator.append_to_open((topic, partition), int(_time() * 1000), key,
+                                                                  value, callback)
+                if future is not None:
+                    if filled:
+                        self._wakeup()
+                    return future
+                partition = None
         if type(topic) is not str:
             if not isinstance(topic, ProducerRecord):
                 raise TypeError(f"topic must be a str or a ProducerRecord, not {type(topic).__name__}")

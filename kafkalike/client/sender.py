@@ -47,12 +47,70 @@ from kafkalike.client.network import MetadataUpdater, NetworkClient
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.init_producer_id import InitProducerIdRequest
 from kafkalike.protocol.messages.produce import ProduceRequest
+from kafkalike.protocol.types import Writer
 
 log = logging.getLogger("kafkalike.client.sender")
 
 # Produce v3 is the first that carries v2 record batches, the only format we write.
 MIN_PRODUCE_VERSION = 3
 _MAX_POLL = 0.5  # seconds; bounds how late close() or a new topic is noticed if no wakeup came
+
+
+class ProduceData:
+    """A Produce request (v3 and later) as the sender sends it: NetworkClient encodes it
+    like any request (API_KEY, encode_into) into the bytes ProduceRequest's own encoder
+    writes (tests/unit/test_client_sender_wire.py holds them equal at every version), from
+    {topic: [(partition, batch bytes)]} without a dataclass per topic and partition and
+    without the schema walker's call per field: at 1 KiB records the sender sends a
+    request per 15 records, and building and walking ProduceRequest was a tenth of its work."""
+
+    API_KEY = ProduceRequest.API_KEY
+    __slots__ = ("transactional_id", "acks", "timeout_ms", "topics")
+
+    def __init__(self, transactional_id: str | None, acks: int, timeout_ms: int,
+                 topics: dict[str, list[tuple[int, bytes]]]) -> None:
+        self.transactional_id = transactional_id
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self.topics = topics
+
+    def encode_into(self, w: Writer, version: int) -> None:
+        if version < MIN_PRODUCE_VERSION:
+            raise UnsupportedFeatureError(f"Produce v{version} cannot carry v2 record batches")
+        topics = self.topics
+        if version >= 9:  # flexible: compact strings, arrays and bytes, empty tagged fields
+            w.compact_string(self.transactional_id)
+            w.int16(self.acks)
+            w.int32(self.timeout_ms)
+            w.uvarint(len(topics) + 1)
+            for name, partitions in topics.items():
+                w.compact_string(name)
+                w.uvarint(len(partitions) + 1)
+                for index, records in partitions:
+                    w.int32(index)
+                    w.compact_bytes(records)
+                    w.uvarint(0)
+                w.uvarint(0)
+            w.uvarint(0)
+            return
+        w.string(self.transactional_id)
+        w.int16(self.acks)
+        w.int32(self.timeout_ms)
+        w.int32(len(topics))
+        for name, partitions in topics.items():
+            w.string(name)
+            w.int32(len(partitions))
+            for index, records in partitions:
+                w.int32(index)
+                w.bytes(records)
+
+    def to_request(self) -> ProduceRequest:
+        """The same request as a ProduceRequest (for tests and tools that inspect one)."""
+        return ProduceRequest(transactional_id=self.transactional_id, acks=self.acks, timeout_ms=self.timeout_ms,
+                              topic_data=[ProduceRequest.TopicProduceData(
+                                  name=name, partition_data=[ProduceRequest.PartitionProduceData(index=i, records=r)
+                                                             for i, r in partitions])
+                                  for name, partitions in self.topics.items()])
 
 
 class Sender(threading.Thread):
@@ -267,7 +325,7 @@ class Sender(threading.Thread):
             for batch in batches:
                 self._finish(batch, -1, -1, error)
             return
-        by_topic: dict[str, list] = {}
+        by_topic: dict[str, list[tuple[int, bytes]]] = {}
         by_tp: dict[tuple[str, int], ProducerBatch] = {}
         sensors = self.sensors
         records = 0
@@ -282,13 +340,10 @@ class Sender(threading.Thread):
             records += batch.count
             sensors.batch_sent(batch.tp.topic, batch.count, len(data), batch.uncompressed_size,
                                (batch.drained - batch.created) * 1000, now)
-            by_topic.setdefault(batch.tp.topic, []).append(
-                ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=data))
+            by_topic.setdefault(batch.tp.topic, []).append((batch.tp.partition, data))
             by_tp[(batch.tp.topic, batch.tp.partition)] = batch
         transactional_id = self.transactions.transactional_id if self.transactions is not None else None
-        request = ProduceRequest(transactional_id=transactional_id, acks=self.acks, timeout_ms=self.request_timeout_ms,
-                                 topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p)
-                                             for t, p in by_topic.items()])
+        request = ProduceData(transactional_id, self.acks, self.request_timeout_ms, by_topic)
         correlation: list[int] = []
 
         def on_response(response, error: Exception | None) -> None:
@@ -414,4 +469,4 @@ class Sender(threading.Thread):
         self.accumulator.deallocate(batch)
 
 
-__all__ = ["Sender"]
+__all__ = ["ProduceData", "Sender"]

@@ -261,3 +261,54 @@ def test_abort_incomplete_fails_everything_queued():
     acc.abort_incomplete(KafkaTimeoutError("closed"))
     assert all(f.failed() for f in futures)
     assert not acc.has_undrained() and not acc.has_incomplete()
+
+
+def test_the_fast_append_writes_the_same_bytes_as_the_general_one():
+    """send()'s fast path (append_to_open) and ProducerBatch.try_append make byte-equal
+    batches: keys or none, timestamps before and after the first, big values and offsets
+    whose varints need more than the table's range, and it stops where try_append stops."""
+    rows = [(1_600_000_000_000, None, b"v" * 100)] + [
+        (1_600_000_000_000 + d, key, value)
+        for d, key, value in [(3, b"k", b"x"), (-7, None, b""), (20_000, b"k" * 20_000, b"y" * 300),
+                              (5, None, b"z" * 17_000), (1, b"", b"w")]] + [
+        (1_600_000_000_010, None, b"s")] * 20_000
+    general = ProducerBatch(TopicPartition("t", 0), T0, NONE, 1 << 20, 1 << 20)
+    fast = accumulator(batch_size=1 << 20)
+    acked = []
+    fast_futures = []
+    for i, (ts, key, value) in enumerate(rows):
+        expected = general.try_append(ts, key, value, None, None)
+        if i == 0:
+            fast_futures.append(append(fast, ("t", 0), value=value, key=key, ts=ts)[0])
+            continue
+        callback = (lambda md, err, i=i: acked.append(i)) if i < 3 else None
+        future, filled = fast.append_to_open(("t", 0), ts, key, value, callback)
+        if expected is None:
+            assert future is None and not filled
+            break
+        assert future is not None
+        fast_futures.append(future)
+    batch = fast._batches[TopicPartition("t", 0)][0]
+    assert batch.count == general.count > 20_000
+    assert batch.build() == general.build()
+    batch.done(40, -1, None)
+    assert acked == [1, 2]
+    assert [f.get(0).offset for f in fast_futures[:3]] == [40, 41, 42]
+    assert fast_futures[3].get(0).serialized_key_size == 20_000
+    assert fast_futures[2].get(0).serialized_key_size == -1
+
+
+def test_the_fast_append_reports_a_full_batch_once_and_leaves_new_batches_to_append():
+    acc = accumulator(batch_size=1024)
+    assert acc.append_to_open(("t", 0), 1, None, b"v", None) == (None, False)  # no open batch yet
+    append(acc, ("t", 0), value=b"v" * 100)
+    flags = []
+    while True:
+        future, filled = acc.append_to_open(("t", 0), 1_600_000_000_000, None, b"v" * 100, None)
+        if future is None:
+            break
+        flags.append(filled)
+    assert flags.count(True) <= 1 and not any(flags[:-1])
+    [batch] = acc._batches[TopicPartition("t", 0)]
+    batch.close()   # drained by the sender: no more appends
+    assert acc.append_to_open(("t", 0), 1_600_000_000_000, None, b"v", None) == (None, False)
