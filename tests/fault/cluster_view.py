@@ -12,7 +12,6 @@ import json
 import shutil
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -24,20 +23,9 @@ from kafkalike.client.connection import BrokerConnection
 from kafkalike.lab.cluster import Cluster
 from kafkalike.protocol.messages.metadata import MetadataRequest
 from tests.conftest import scratch_dir
+from tests.waiting import wait_until
 
 FAILED_LOGS_ROOT = Path(tempfile.gettempdir()) / "kafkalike-fault-logs"
-
-
-def wait_until(predicate, timeout: float = 30.0, what: str = "condition", interval: float = 0.1):
-    """Poll until `predicate()` is truthy and return its value; AssertionError on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 @dataclass(frozen=True)

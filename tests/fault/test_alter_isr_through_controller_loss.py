@@ -28,7 +28,8 @@ import pytest
 from confluent_kafka import Producer
 from kafkalike.client.admin import AdminClient, NewTopic
 
-from tests.fault.cluster_view import ZooKeeperView, running_cluster, wait_until
+from tests.fault.cluster_view import ZooKeeperView, running_cluster
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.fault
 

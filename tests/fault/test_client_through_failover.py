@@ -13,7 +13,8 @@ import threading
 
 import pytest
 
-from tests.fault.cluster_view import ZooKeeperView, create_topic, running_cluster, wait_until
+from tests.fault.cluster_view import ZooKeeperView, create_topic, running_cluster
+from tests.waiting import wait_until
 from tests.fault.delivery_check import AckedProducer, value_of
 
 pytestmark = pytest.mark.fault

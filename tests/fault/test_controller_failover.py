@@ -15,7 +15,8 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from tests.fault.cluster_view import ZooKeeperView, create_topic, running_cluster, wait_until
+from tests.fault.cluster_view import ZooKeeperView, create_topic, running_cluster
+from tests.waiting import wait_until
 from tests.fault.delivery_check import producer_config
 
 pytestmark = pytest.mark.fault

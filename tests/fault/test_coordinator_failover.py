@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import shutil
 import time
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -33,6 +33,7 @@ from kafkalike.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kafkalike.protocol.messages.metadata import MetadataRequest
 from kafkalike.protocol.messages.offset_fetch import OffsetFetchRequest
 from tests.conftest import scratch_dir
+from tests.waiting import wait_until as wait_for
 
 pytestmark = pytest.mark.fault
 
@@ -48,17 +49,6 @@ AFTER_KILL = {0: 9, 1: 13, 2: 11}
 # Answers a coordinator may give while it is not ready for a group yet.
 NOT_READY = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE}
 T = TypeVar("T")
-
-
-def wait_for(check: Callable[[], T], timeout: float, what: str) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        answer = check()
-        if answer:
-            return answer
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
 
 
 @pytest.fixture

@@ -26,7 +26,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafkalike.client.admin import AdminClient, NewTopic
-from tests.fault.cluster_view import ZooKeeperView, running_cluster, wait_until
+from tests.fault.cluster_view import ZooKeeperView, running_cluster
+from tests.waiting import wait_until
 from tests.fault.delivery_check import assert_acked_consumed, consume_all, producer_config, value_of
 
 pytestmark = pytest.mark.fault

@@ -39,7 +39,8 @@ from confluent_kafka.admin import AdminClient
 from kafkalike.client.connection import BrokerConnection, KafkaConnectionError
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.find_coordinator import FindCoordinatorRequest
-from tests.fault.cluster_view import create_topic, metadata_leaders, running_cluster, wait_until
+from tests.fault.cluster_view import create_topic, metadata_leaders, running_cluster
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.fault
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fault.cluster_view import ZooKeeperView, create_topic, running_cluster, wait_until
+from tests.fault.cluster_view import ZooKeeperView, create_topic, running_cluster
+from tests.waiting import wait_until
 from tests.fault.delivery_check import (AckedProducer, assert_acked_consumed, assert_acked_in_order,
                                         consume_all, high_watermarks, wait_replicas_identical)
 

@@ -13,7 +13,8 @@ import pytest
 
 from kafkalike.client.admin import AdminClient, NewTopic
 from kafkalike.lab.cluster import REPO_ROOT
-from tests.fault.cluster_view import ZooKeeperView, running_cluster, wait_until
+from tests.fault.cluster_view import ZooKeeperView, running_cluster
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.fault
 

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from kafkalike.client.admin import AdminClient, NewTopic
-from tests.fault.cluster_view import ZooKeeperView, running_cluster, wait_until
+from tests.fault.cluster_view import ZooKeeperView, running_cluster
+from tests.waiting import wait_until
 from tests.fault.delivery_check import (AckedProducer, assert_acked_consumed, assert_acked_in_order,
                                         consume_all, high_watermarks, wait_replicas_identical)
 

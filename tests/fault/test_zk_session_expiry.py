@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from kafkalike.lab.cluster import BrokerProcess
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.fault
 
@@ -55,16 +56,6 @@ def read_registration(zk: KazooClient) -> Registration | None:
         controller_id = controller_owner = None
     epoch = int(zk.get("/controller_epoch")[0])
     return Registration(broker.czxid, broker.ephemeralOwner, controller_id, controller_owner, epoch)
-
-
-def wait_until(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        time.sleep(0.1)
 
 
 def expire_session(broker: BrokerProcess, zk: KazooClient) -> None:

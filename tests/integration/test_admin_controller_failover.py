@@ -15,7 +15,8 @@ import pytest
 from kafkalike.client.admin import AdminClient, NewTopic
 from kafkalike.lab.cluster import Cluster
 from tests.conftest import scratch_dir
-from tests.fault.cluster_view import ZooKeeperView, wait_until
+from tests.fault.cluster_view import ZooKeeperView
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

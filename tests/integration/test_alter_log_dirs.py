@@ -28,7 +28,8 @@ from kafkalike.lab.cluster import Cluster
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
 from tests.conftest import scratch_dir
-from tests.fault.cluster_view import ZooKeeperView, wait_until
+from tests.fault.cluster_view import ZooKeeperView
+from tests.waiting import wait_until
 from tests.integration.test_reassignment import REPO, consume, create_topic, run_tool, write_json
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ from confluent_kafka import Producer
 
 from kafkalike.lab.cluster import Cluster
 from tests.conftest import scratch_dir
-from tests.interop.samples import wait_until
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

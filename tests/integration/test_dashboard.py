@@ -28,6 +28,7 @@ from kafkalike.client.admin import AdminClient, KafkaAdminError, NewTopic
 from kafkalike.lab.cluster import Cluster
 from kafkalike.lab.zookeeper import free_ports
 from tests.conftest import scratch_dir
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -50,17 +51,6 @@ def chromium_binary() -> str:
     if found is None:
         pytest.fail("chromium is not installed: scripts/setup.sh --test installs Debian's chromium package")
     return found
-
-
-def wait_until(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def get(url: str, timeout: float = 5.0) -> bytes:

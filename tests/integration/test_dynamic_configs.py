@@ -25,21 +25,11 @@ from kafkalike.client.admin import (AdminClient, AlterConfigOp, AlterConfigOpTyp
 from kafkalike.lab.cluster import Cluster
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.zkdata.kafka_json import java_hash_map_order, java_properties_order
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKER_0 = ConfigResource(ResourceType.BROKER, "0")
 DEFAULT = ConfigResource(ResourceType.BROKER, "")
-
-
-def wait_until(check, timeout: float = 20.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def tool(*argv: str) -> tuple[int, str, str]:

@@ -8,7 +8,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Iterator
 
@@ -21,6 +20,7 @@ from kafkalike.client.connection import BrokerConnection
 from kafkalike.lab.cluster import Cluster
 from kafkalike.lab.zookeeper import free_ports
 from kafkalike.protocol.messages.metadata import MetadataRequest
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -37,14 +37,6 @@ def cluster(module_zk_chroot: str) -> Iterator[Cluster]:
     finally:
         c.kill()
         shutil.rmtree(base, ignore_errors=True)
-
-
-def wait_until(check, what: str, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-    return value
 
 
 def registered(zk_connect: str, broker_id: int) -> list[str]:
@@ -80,10 +72,10 @@ def test_a_listener_added_and_removed_live(cluster, module_zk_chroot):
     extra = free_ports(1)[0]
     plain = f"PLAINTEXT://127.0.0.1:{broker.port}"
     set_listeners(cluster, 1, f"{plain},EXTRA://127.0.0.1:{extra}")
-    wait_until(lambda: f"EXTRA://127.0.0.1:{extra}" in registered(module_zk_chroot, 1), "the new registration")
+    wait_until(lambda: f"EXTRA://127.0.0.1:{extra}" in registered(module_zk_chroot, 1), what="the new registration")
     # Every broker's metadata has it: through EXTRA, broker 1 is told at its EXTRA port (the
     # controller sent UpdateMetadata); broker 0, without an EXTRA listener, is not listed.
-    assert wait_until(lambda: metadata_brokers(extra) == {1: extra} or None, "metadata through EXTRA")
+    assert wait_until(lambda: metadata_brokers(extra) == {1: extra} or None, what="metadata through EXTRA")
     assert metadata_brokers(broker.port) == {0: cluster.broker(0).port, 1: broker.port}
 
     topic = "through-extra"
@@ -98,6 +90,6 @@ def test_a_listener_added_and_removed_live(cluster, module_zk_chroot):
     assert read.stdout == b"via extra\n", read.stderr
 
     set_listeners(cluster, 1, plain)
-    wait_until(lambda: refuses(extra), "the EXTRA port to close")
-    wait_until(lambda: registered(module_zk_chroot, 1) == [plain], "the registration without EXTRA")
+    wait_until(lambda: refuses(extra), what="the EXTRA port to close")
+    wait_until(lambda: registered(module_zk_chroot, 1) == [plain], what="the registration without EXTRA")
     assert metadata_brokers(broker.port) == {0: cluster.broker(0).port, 1: broker.port}

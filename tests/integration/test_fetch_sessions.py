@@ -24,21 +24,13 @@ from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.fetch import FetchRequest
 from tests.conftest import scratch_dir
 from tests.metrics_scrape import Scrape
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 PREFIX, SUFFIX = " DEBUG Completed request:", " (kafka.request.logger)"
 TOPIC, MANY = "sessions", "sessions-many"
-
-
-def wait_until(predicate, timeout=45.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def log_end_offsets(cluster: Cluster) -> dict[tuple[str, int], set[int]]:

@@ -11,21 +11,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalike.client.producer import KafkaProducer
 from kafkalike.records.header import iter_batch_headers
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
 TOPIC = "idem"
 PARTITIONS = 2
 PER_PARTITION = 3000
-
-
-def wait_until(predicate, timeout=60.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def leaders(admin) -> dict[int, int]:

@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 
 from kafkalike.lab.processes import is_alive, processes_mentioning
-from tests.fault.cluster_view import wait_until
+from tests.waiting import wait_until
 from tests.lab_cli import LabUnderTest, isr_sizes, one_line_error, run_lab, topics
 
 pytestmark = pytest.mark.integration

@@ -21,7 +21,7 @@ import pytest
 
 from kafkalike.lab.netns import prefix_for
 from tests.docker_daemon import lab_leftovers, remove_lab_leftovers, running_dockerd
-from tests.fault.cluster_view import wait_until
+from tests.waiting import wait_until
 from tests.lab_cli import LabUnderTest, described, isr_sizes, one_line_error, topics
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ import pytest
 from kafkalike.lab.netns import prefix_for
 from kafkalike.lab.observe import zookeeper_mode
 from tests.docker_daemon import lab_leftovers, remove_lab_leftovers, running_dockerd
-from tests.fault.cluster_view import wait_until
+from tests.waiting import wait_until
 from tests.lab_cli import LabUnderTest, isr_sizes, topics
 
 pytestmark = pytest.mark.integration

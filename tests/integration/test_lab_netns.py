@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from kafkalike.lab.processes import is_alive, processes_mentioning
-from tests.fault.cluster_view import wait_until
+from tests.waiting import wait_until
 from tests.lab_cli import LabUnderTest, described, isr_sizes, lab_network, one_line_error, run_lab, topics
 
 pytestmark = pytest.mark.integration

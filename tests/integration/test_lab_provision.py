@@ -25,7 +25,7 @@ from kafkalike.broker.config import KafkaConfig
 from kafkalike.lab.processes import send_signal
 from kafkalike.lab.zookeeper import death_signal_prefix, four_letter_word
 from tests.conftest import scratch_dir
-from tests.interop.samples import wait_until
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

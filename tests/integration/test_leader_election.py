@@ -15,7 +15,8 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.fault.cluster_view import ZooKeeperView, create_topic, running_cluster, wait_until
+from tests.fault.cluster_view import ZooKeeperView, create_topic, running_cluster
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 TOPIC = "elect"

@@ -17,19 +17,11 @@ from kafkalike.lab.cluster import Cluster
 from kafkalike.lab.zookeeper import free_ports
 from tests.conftest import scratch_dir
 from tests.metrics_scrape import Scrape
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
 RECORDS = 500
-
-
-def wait_until(predicate, timeout=45.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture

@@ -28,7 +28,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kafkalike.client.admin import AdminClient, NewTopic
 from kafkalike.lab.cluster import Cluster
 from tests.conftest import scratch_dir
-from tests.fault.cluster_view import ZooKeeperView, wait_until
+from tests.fault.cluster_view import ZooKeeperView
+from tests.waiting import wait_until
 from tests.fault.delivery_check import wait_replicas_identical
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,24 +1,15 @@
 """Three real brokers: replicated partitions, the ISR and the high watermark."""
 from __future__ import annotations
 
-import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalike.records.batch import decode_batches
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
-
-
-def wait_until(predicate, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def describe(admin, topic):

@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 from kafkalike.lab.cluster import REPO_ROOT
 from kafkalike.lab.zookeeper import free_ports
+from tests.waiting import wait_until as wait_for
 
 BIN = REPO_ROOT / "bin"
 
@@ -19,13 +19,6 @@ BIN = REPO_ROOT / "bin"
 def script(name: str, *args: str, log_dir) -> subprocess.CompletedProcess:
     env = {**os.environ, "LOG_DIR": str(log_dir), "PYTHON": sys.executable}
     return subprocess.run([str(BIN / name), *args], env=env, capture_output=True, text=True, timeout=60)
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def test_stop_stops_the_brokers_of_its_log_dir_and_no_other(fresh_broker, zk_chroot, shm_path):

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fault.cluster_view import create_topic, wait_until
+from tests.fault.cluster_view import create_topic
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

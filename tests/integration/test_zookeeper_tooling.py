@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from kafkalike.lab.zookeeper import (
     four_letter_word,
     free_ports,
 )
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -50,14 +50,6 @@ def shell_banner(connect: str) -> list[str]:
         "",
         "WatchedEvent state:SyncConnected type:None path:null",
     ]
-
-
-def wait_until(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
 
 
 def process_alive(pid: int) -> bool:

@@ -7,7 +7,6 @@ NUL terminator, a UTF-8 decode) shows up as a byte mismatch.
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,15 +66,3 @@ def batches_on_disk(log_dir: Path, topic: str) -> list:
 
 def stored_codecs(log_dir: Path, topic: str) -> set[int]:
     return {b.compression_type for b in batches_on_disk(log_dir, topic)}
-
-
-def wait_until(predicate, timeout: float = 15.0, interval: float = 0.05, what: str = "condition"):
-    """Poll for something a client sees only eventually (metadata after a create)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)

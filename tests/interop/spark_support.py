@@ -16,7 +16,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import kafkalike.spark
-from tests.interop.samples import wait_until
+from tests.waiting import wait_until
 
 FORMAT = kafkalike.spark.FORMAT
 KCAT = shutil.which("kcat")

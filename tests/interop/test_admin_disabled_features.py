@@ -20,7 +20,7 @@ from kafka.errors import LogDirNotFoundError, NoError, SecurityDisabledError
 from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
 from kazoo.client import KazooClient
 
-from tests.interop.samples import wait_until
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.interop
 

@@ -14,8 +14,8 @@ from confluent_kafka import (OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, TIMESTAMP_
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                    ConfigSource, NewPartitions, NewTopic, ResourceType)
 
-from tests.interop.samples import (CODEC_IDS, CODECS, binary_samples, stored_codecs,
-                                   wait_until)
+from tests.interop.samples import CODEC_IDS, CODECS, binary_samples, stored_codecs
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.interop
 

@@ -25,7 +25,7 @@ from kafka import KafkaAdminClient, KafkaConsumer
 from kafka.errors import CommitFailedError, RebalanceInProgressError
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 
-from tests.interop.samples import wait_until
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.interop
 

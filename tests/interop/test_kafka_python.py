@@ -15,7 +15,8 @@ from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from kafka.errors import (InvalidRequestError, KafkaTimeoutError, MessageSizeTooLargeError,
                           NotEnoughReplicasError, TopicAlreadyExistsError, UnknownTopicOrPartitionError)
 
-from tests.interop.samples import CODEC_IDS, CODECS, binary_samples, stored_codecs, wait_until
+from tests.interop.samples import CODEC_IDS, CODECS, binary_samples, stored_codecs
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.interop
 

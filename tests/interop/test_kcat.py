@@ -17,8 +17,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.interop.samples import (CODEC_IDS, CODECS, binary_samples, stored_codecs,
-                                   wait_until)
+from tests.interop.samples import CODEC_IDS, CODECS, binary_samples, stored_codecs
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.interop
 

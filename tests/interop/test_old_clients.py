@@ -30,7 +30,8 @@ from kafka.record.memory_records import MemoryRecords
 from kafkalike.records import GZIP, LZ4, NONE, SNAPPY, Record, decode_batches, encode_batch
 from kafkalike.records.legacy import encode_legacy_records
 from kafkalike.records.message_format import down_convert
-from tests.interop.samples import batches_on_disk, binary_samples, wait_until
+from tests.interop.samples import batches_on_disk, binary_samples
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.interop
 

@@ -23,7 +23,7 @@ from kazoo.client import KazooClient
 from kafkalike.client.admin import AdminClient, NewTopic
 from kafkalike.lab.cluster import Cluster
 from tests.conftest import scratch_dir
-from tests.fault.cluster_view import wait_until
+from tests.waiting import wait_until
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark import InheritableThread
 
-from tests.fault.cluster_view import ZooKeeperView, running_cluster, wait_until
+from tests.fault.cluster_view import ZooKeeperView, running_cluster
+from tests.waiting import wait_until
 from tests.interop.spark_support import Rec, produce, reader, rows, unique
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Producer
 
 from kafkalike.client.admin import AdminClient as KafkalikeAdmin
-from tests.interop.samples import wait_until
+from tests.waiting import wait_until
 from tests.interop.spark_support import (FORMAT, HEADERS_TYPE, SPARK_SCHEMA, Rec, consume_all, create_topic,
                                          failure_and_jobs, fails_on_driver, produce, reader, registered, rows,
                                          spark_error_text, unique)

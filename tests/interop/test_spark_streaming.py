@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions
 
-from tests.interop.samples import wait_until
+from tests.waiting import wait_until
 from tests.interop.spark_support import (FORMAT, Rec, consume_all, create_topic, kcat_consume, produce, registered,
                                          spark_error_text, unique)
 
