@@ -296,8 +296,7 @@ class KafkaProducer:
         # send()'s fast path is for producers whose records need no per-record hooks (no
         # serializer but bytes passthrough, no interceptors, no transaction); _plain_limit
         # keeps records send() must reject (too large) on the general path.
-        self._plain = (self._key_passthrough and self._value_passthrough and not self._interceptors.items
-                       and self._transactions is None)
+        self._update_plain()
         self._plain_limit = min(self._max_request_size, self._buffer_memory) - _MAX_OVERHEAD
         self._closed = False
         self._close_lock = threading.Lock()
@@ -574,6 +573,11 @@ class KafkaProducer:
         if callable(close):
             close()
 
+    def _update_plain(self) -> None:
+        """Whether send()'s fast path applies (again after a tracer attaches or detaches)."""
+        self._plain = (self._key_passthrough and self._value_passthrough and not self._interceptors.items
+                       and self._transactions is None and "_untraced" not in self.__dict__)
+
     def _trace_with(self, tracer: Any) -> None:
         """kafkalike-trace's hook (kafkalike/cli/trace.py, docs/journey.md): while a tracer is
         attached, the serializers, the partitioner and the accumulator's append are wrapped
@@ -588,6 +592,7 @@ class KafkaProducer:
             self._accumulator.__dict__.pop("append", None)
         self._sender.tracer = tracer
         if tracer is None:
+            self._update_plain()
             return
         self._untraced = (self._key_serializer, self._value_serializer, self._key_passthrough,
                           self._value_passthrough, self._partitioner)
@@ -616,6 +621,7 @@ class KafkaProducer:
             return result
 
         self._accumulator.append = traced_append
+        self._update_plain()
 
     def _register_gauges(self, client: NetworkClient) -> None:
         m = self._metrics

@@ -497,3 +497,47 @@ def test_flush_inside_a_callback_is_refused_instead_of_deadlocking(cluster):
         producer.send("t", b"v", callback=callback).get(10)
         producer.flush(10)
     assert len(errors) == 1 and "inside a callback is not permitted" in str(errors[0])
+
+
+def test_records_on_the_fast_path_keep_order_callbacks_and_metadata(cluster):
+    """Plain bytes records appended to an open batch (send()'s fast path) land in order,
+    each callback fires once with its own offset and sizes, and a keyed record between
+    them still goes where murmur2 puts it."""
+    c = cluster(topics={"t": 1})
+    seen = []
+    with producer_for(c, linger_ms=50) as producer:
+        futures = [producer.send("t", b"v%d" % i, key=None if i % 3 else b"k%d" % i,
+                                 callback=lambda md, e, i=i: seen.append((i, md.offset, md.serialized_key_size, e)))
+                   for i in range(200)]
+        producer.flush(10)
+        assert [f.get(0).offset for f in futures] == list(range(200))
+    assert sorted(seen) == [(i, i, -1 if i % 3 else len(b"k%d" % i), None) for i in range(200)]
+    assert c.values() == [b"v%d" % i for i in range(200)]
+
+
+def test_a_traced_producer_reports_every_step_even_for_plain_records(cluster):
+    """kafkalike-trace wraps serializers, partitioner and append; while it is attached, send()
+    must not take the fast path around them, and once detached the fast path is back."""
+    c = cluster()
+    steps = []
+
+    class Tracer:
+        def step(self, name, **info):
+            steps.append(name)
+
+        def request_sent(self, *args):
+            pass
+
+        def response_received(self, *args):
+            pass
+    with producer_for(c, linger_ms=50) as producer:
+        producer.send("t", b"first").get(10)
+        producer._trace_with(Tracer())
+        assert not producer._plain
+        producer.send("t", b"a")
+        producer.send("t", b"b").get(10)
+        producer._trace_with(None)
+        assert producer._plain
+        producer.send("t", b"c").get(10)
+    # (the sticky partitioner may be asked twice when a record needs a new batch)
+    assert steps.count("serializer") == steps.count("accumulator") == 2 and steps.count("partitioner") >= 2
