@@ -172,6 +172,8 @@ def encode_response_generic(api_key: int, version: int, correlation_id: int, bod
 
 
 def decode_response(api_key: int, version: int, frame) -> tuple[int, MessageData]:
+    if api_key == 0 and 0 <= version <= 9:
+        return fast_produce.decode_produce_response(frame, version)
     spec = APIS[api_key]
     r = Reader(frame)
     header = ResponseHeader.read_from(r, spec.response_header_version(version))

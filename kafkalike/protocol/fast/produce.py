@@ -1,4 +1,6 @@
-"""Produce (0) v0-9: the request decoded and the response encoded without the schema walker.
+"""Produce (0) v0-9: the request decoded and the response encoded without the schema walker
+(the broker's side), and the response decoded the same way (the producer's side: one per
+batch it sends, so at 1 KiB records one per 15 records).
 
 The request's record sets stay memoryview slices of the frame, as the generic reader
 leaves them; the broker looks at a batch's header bytes only. Fixed runs (acks and
@@ -16,6 +18,9 @@ from kafkalike.protocol.messages.produce import ProduceRequest, ProduceResponse
 _ACKS_TIMEOUT = struct.Struct(">hi")
 _TopicData = ProduceRequest.TopicProduceData
 _PartitionData = ProduceRequest.PartitionProduceData
+_TopicResponse = ProduceResponse.TopicProduceResponse
+_PartitionResponse = ProduceResponse.PartitionProduceResponse
+_RecordError = ProduceResponse.BatchIndexAndErrorMessage
 
 _HEAD = struct.Struct(">i")          # response header: correlation id
 _PART_V0 = struct.Struct(">ihq")     # index, error code, base offset
@@ -107,3 +112,58 @@ def encode_produce_response(version: int, correlation_id: int, response: Produce
     if flexible:
         out.append(0)
     return [bytes(out)]
+
+
+def decode_produce_response(frame, version: int) -> tuple[int, ProduceResponse]:
+    """(correlation id, body) of a Produce response frame (header and body, no size prefix)."""
+    buf = frame if type(frame) is memoryview else memoryview(frame)
+    end = len(buf)
+    flexible = version >= 9
+    try:
+        correlation_id = _HEAD.unpack_from(buf, 0)[0]
+        pos = 4
+        if flexible:
+            pos = skip_tagged(buf, pos, end)
+        n_topics, pos = array_length(buf, pos, end, flexible)
+        topics = []
+        for _ in range(n_topics):
+            name, pos = string(buf, pos, end, flexible, False)
+            n_parts, pos = array_length(buf, pos, end, flexible)
+            parts = []
+            for _ in range(n_parts):
+                append_time = start_offset = -1
+                if version >= 5:
+                    index, error, base, append_time, start_offset = _PART_V5.unpack_from(buf, pos)
+                    pos += _PART_V5.size
+                elif version >= 2:
+                    index, error, base, append_time = _PART_V2.unpack_from(buf, pos)
+                    pos += _PART_V2.size
+                else:
+                    index, error, base = _PART_V0.unpack_from(buf, pos)
+                    pos += _PART_V0.size
+                errors = []
+                message = None
+                if version >= 8:
+                    n_errors, pos = array_length(buf, pos, end, flexible)
+                    for _ in range(n_errors):
+                        batch_index = I32.unpack_from(buf, pos)[0]
+                        text, pos = string(buf, pos + 4, end, flexible, True)
+                        if flexible:
+                            pos = skip_tagged(buf, pos, end)
+                        errors.append(_RecordError(batch_index, text))
+                    message, pos = string(buf, pos, end, flexible, True)
+                if flexible:
+                    pos = skip_tagged(buf, pos, end)
+                parts.append(_PartitionResponse(index, error, base, append_time, start_offset, errors, message))
+            if flexible:
+                pos = skip_tagged(buf, pos, end)
+            topics.append(_TopicResponse(name, parts))
+        throttle = 0
+        if version >= 1:
+            throttle = I32.unpack_from(buf, pos)[0]
+            pos += 4
+        if flexible:
+            skip_tagged(buf, pos, end)
+    except (struct.error, IndexError) as exc:
+        raise ProtocolDecodeError(f"truncated Produce v{version} response: {exc}") from None
+    return correlation_id, ProduceResponse(topics, throttle)
