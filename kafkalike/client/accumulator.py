@@ -394,12 +394,18 @@ class ProducerBatch:
 
 
 class BufferPool:
-    """buffer.memory as a budget: batches take from it when created and give back when done."""
+    """buffer.memory as a budget: batches take from it when created and give back when done.
+
+    The lock is taken directly on the paths that do not wait (threading.Condition's own
+    enter and exit are Python calls), and a deallocation notifies only when someone waits,
+    as Java's BufferPool signals only a waiting thread: the sender gives memory back once
+    per batch."""
 
     def __init__(self, total: int) -> None:
         self.total = total
         self.available = total
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self.waiters = 0
         self.closed = False
 
@@ -407,7 +413,7 @@ class BufferPool:
         if size > self.total:
             raise KafkaError(f"Attempt to allocate {size} bytes, but there is a hard limit of {self.total} on "
                              "memory allocations.")
-        with self._cond:
+        with self._lock:
             if self.available >= size:
                 self.available -= size
                 return
@@ -427,12 +433,13 @@ class BufferPool:
                 self.waiters -= 1
 
     def deallocate(self, size: int) -> None:
-        with self._cond:
+        with self._lock:
             self.available += size
-            self._cond.notify_all()
+            if self.waiters:
+                self._cond.notify_all()
 
     def close(self) -> None:
-        with self._cond:
+        with self._lock:
             self.closed = True
             self._cond.notify_all()
 
