@@ -10,7 +10,9 @@ delivery.timeout.ms fails with a time-out instead of waiting forever.
 send() pays for the encoding of each record here, in try_append, so that loop is
 written for speed: the record's pieces are appended to the batch's list as they are
 (joined once, when the batch is built for sending) and small varints come from a
-table. A batch is built (joined, compressed, CRC'd) only by the sender thread.
+table. Most records take append_to_open, the same encoding inlined for a record without
+headers joining the partition's open batch (send()'s fast path); a new batch goes
+through append. A batch is built (joined, compressed, CRC'd) only by the sender thread.
 
 All times are time.monotonic() seconds, passed in, so tests drive the clock.
 """

@@ -26,6 +26,9 @@ peak RSS of the same process before its first send (interpreter, imports, client
 as is, and once with the broker stopped (SIGSTOP) for --memory-stall seconds right after
 sending starts, so nothing is acknowledged and the whole buffer fills.
 --profile PREFIX runs kafkalike once per size under cProfile (PREFIX.<size>.txt).
+kafkalike's runs also report their CPU per record, split between the thread that calls
+send() and flush() and the rest of the process (the sender thread); an older checkout's
+worker reports it too (the worker code is this file's).
 
 --clients picks some of the clients (kafkalike always runs). --compare-with DIR also
 starts a broker from another checkout (e.g. `git worktree add /tmp/kl-base <commit>`):
@@ -64,6 +67,7 @@ def produce_kafkalike(bootstrap: str, topic: str, records: int, value: bytes, ke
     if cfg.get("buffer_memory"):
         print("sending", flush=True)   # the parent stalls the broker now, so the buffer fills
     start = time.perf_counter()
+    cpu_start, thread_start = time.process_time(), time.thread_time()
     send = producer.send
     if cfg.get("buffer_memory"):
         # A value object of its own per record, as real data has: the producer holds
@@ -79,6 +83,8 @@ def produce_kafkalike(bootstrap: str, topic: str, records: int, value: bytes, ke
             send(topic, value)
     producer.flush()
     elapsed = time.perf_counter() - start
+    thread_cpu = time.thread_time() - thread_start
+    cfg["cpu_us"] = [thread_cpu * 1e6 / records, (time.process_time() - cpu_start - thread_cpu) * 1e6 / records]
     producer.close()
     return elapsed
 
@@ -169,7 +175,8 @@ def worker(args: argparse.Namespace) -> int:
             pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(30)
     else:
         seconds = WORKERS[args.worker](args.bootstrap, args.topic, args.records, value, keys, cfg)
-    print(json.dumps({"seconds": seconds, "peak_rss_mib": peak_rss_mib(), "rss_before_mib": cfg.get("rss_before")}))
+    print(json.dumps({"seconds": seconds, "peak_rss_mib": peak_rss_mib(), "rss_before_mib": cfg.get("rss_before"),
+                      "cpu_us": cfg.get("cpu_us")}))
     return 0
 
 
@@ -226,12 +233,15 @@ def run(args: argparse.Namespace) -> int:
                 base_count = args.kafka_python_records if client in SLOW_CLIENTS else args.records
                 counts[(client, size)] = base_count // scale
         seconds = {(side.label, client, size): [] for side in sides for client, size in counts}
+        cpu: dict[tuple[str, int], list] = {(side.label, size): [] for side in sides for size in sizes}
         cases = [(client, side) for client in clients for side in sides]
         for rep in range(args.reps):
             for size in sizes:
                 for client, side in harness.rotated(cases, rep):
-                    seconds[(side.label, client, size)].append(
-                        spawn(client, size, counts[(client, size)], side)["seconds"])
+                    result = spawn(client, size, counts[(client, size)], side)
+                    seconds[(side.label, client, size)].append(result["seconds"])
+                    if client == "kafkalike" and result.get("cpu_us"):
+                        cpu[(side.label, size)].append(result["cpu_us"])
                 print(f"  rep {rep + 1}/{args.reps} {size} B: " + ", ".join(
                     f"{c}{'' if s.is_this else ' (base)'} {counts[(c, size)] / seconds[(s.label, c, size)][-1]:,.0f}"
                     " rec/s" for c, s in cases), flush=True)
@@ -249,6 +259,25 @@ def run(args: argparse.Namespace) -> int:
                     rate = counts[(client, size)] / harness.median(seconds[(side.label, client, size)])
                     print(table.row(size, client, counts[(client, size)], rate,
                                     rate * (size + args.key_size) / 1e6, ours / rate))
+        if "confluent-kafka" in clients:
+            print("\nkafkalike / confluent-kafka per repetition (rates of the same repetition, less exposed to load "
+                  "that changes between repetitions than the ratio of medians)")
+            for side in sides:
+                for size in sizes:
+                    n = counts[("kafkalike", size)]
+                    m = counts[("confluent-kafka", size)]
+                    ratios = sorted((n / a) / (m / b) for a, b in zip(seconds[(side.label, "kafkalike", size)],
+                                                                    seconds[(side.label, "confluent-kafka", size)]))
+                    print(f"  {side.label:5s} {size:5d} B: median {harness.median(ratios):.2f}, "
+                          + " ".join(f"{r:.2f}" for r in ratios))
+        print("\nkafkalike's CPU per record (medians): the thread calling send() and flush(), and the rest "
+              "of the process (the sender thread)")
+        for side in sides:
+            for size in sizes:
+                rows = cpu[(side.label, size)]
+                if rows:
+                    print(f"  {side.label:5s} {size:5d} B: send() thread {harness.median(r[0] for r in rows):5.2f} us, "
+                          f"sender {harness.median(r[1] for r in rows):5.2f} us")
         if len(sides) > 1:
             harness.comparison("this / base (records/s, each client against each checkout's broker; kafkalike's "
                                "producer from the same checkout)",
