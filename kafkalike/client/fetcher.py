@@ -56,8 +56,9 @@ from kafkalike.common.fetch_session_handler import FetchSessionHandler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.fetch import FetchRequest
 from kafkalike.protocol.messages.list_offsets import ListOffsetsRequest
-from kafkalike.records import decode_batches
+from kafkalike.records import RecordBatch, decode_batches
 from kafkalike.records.control import ControlRecordType, parse_control_key
+from kafkalike.records.header import CONTROL_MASK, TIMESTAMP_TYPE_MASK
 
 log = logging.getLogger("kafkalike.client.fetcher")
 
@@ -175,8 +176,9 @@ class _CompletedFetch:
         return batch.is_transactional and batch.producer_id in self._aborted_producers
 
     def take(self, state: PartitionState, limit: int, build: Callable) -> list[ConsumerRecord]:
-        """Up to `limit` records from the position on; `build(tp, batch, records)` makes them
-        ConsumerRecords a slice at a time (the hot path: no per-record Python calls here)."""
+        """Up to `limit` records from the position on. A batch's records are decoded straight
+        into ConsumerRecords with their raw key and value (one object per record: this is
+        the hot path); `build(tp, batch, records)` deserializes them a slice at a time."""
         out: list[ConsumerRecord] = []
         while len(out) < limit:
             if self._next >= len(self._pending):
@@ -197,14 +199,23 @@ class _CompletedFetch:
                 if batch is None:
                     self.exhausted = True
                     break
-                if batch.next_offset <= state.position:
-                    continue
-                if self._skip_aborted(batch) or getattr(batch, "is_control", False):
-                    state.position = batch.next_offset
-                    continue
-                self._batch = batch
                 position = state.position
-                self._pending = [r for r in batch.records() if r.offset >= position]
+                if type(batch) is RecordBatch:
+                    h = batch.header
+                    if h.base_offset + h.last_offset_delta < position:
+                        continue
+                    if (self._aborted is not None and self._skip_aborted(batch)) or h.attributes & CONTROL_MASK:
+                        state.position = batch.next_offset
+                        continue
+                    epoch = h.partition_leader_epoch
+                    self._pending = batch.consumer_records(ConsumerRecord, (
+                        self.tp.topic, self.tp.partition, (h.attributes & TIMESTAMP_TYPE_MASK) >> 3,
+                        epoch if epoch >= 0 else None), position)
+                else:  # a legacy (magic 0/1) entry
+                    if batch.next_offset <= position:
+                        continue
+                    self._pending = _legacy_records(self.tp, batch, position)
+                self._batch = batch
                 self._next = 0
                 continue
             chunk = self._pending[self._next:self._next + limit - len(out)]
@@ -236,6 +247,15 @@ class _CompletedFetch:
             except Exception as error:
                 return built, record, error
         raise AssertionError("a slice failed to build but each of its records built")
+
+
+def _legacy_records(tp: TopicPartition, batch, position: int) -> list[ConsumerRecord]:
+    """A magic 0/1 entry's records from `position` on, with raw key and value."""
+    topic, partition = tp
+    ts_type = batch.timestamp_type
+    return [ConsumerRecord(topic, partition, r.offset, r.timestamp, ts_type, r.key, r.value, r.headers,
+                           -1 if r.key is None else len(r.key), -1 if r.value is None else len(r.value), None)
+            for r in batch.records() if r.offset >= position]
 
 
 class Fetcher:
@@ -473,18 +493,15 @@ class Fetcher:
             raise error
 
     def _build(self, tp: TopicPartition, batch, records: list) -> list[ConsumerRecord]:
-        topic, partition = tp
-        epoch = getattr(batch, "partition_leader_epoch", -1)
-        epoch = epoch if epoch >= 0 else None
-        ts_type = batch.timestamp_type
-        kd, vd = self.key_deserializer, self.value_deserializer
+        """The user's records from a slice of decoded ones (raw key and value bytes):
+        the slice itself when both deserializers pass bytes through."""
         if self._raw:
-            return [ConsumerRecord(topic, partition, r.offset, r.timestamp, ts_type, r.key, r.value, r.headers,
-                                   -1 if r.key is None else len(r.key), -1 if r.value is None else len(r.value),
-                                   epoch) for r in records]
-        return [ConsumerRecord(topic, partition, r.offset, r.timestamp, ts_type, kd(topic, r.key), vd(topic, r.value),
-                               r.headers, -1 if r.key is None else len(r.key), -1 if r.value is None else len(r.value),
-                               epoch) for r in records]
+            return records
+        topic = tp.topic
+        kd, vd = self.key_deserializer, self.value_deserializer
+        return [ConsumerRecord(topic, r.partition, r.offset, r.timestamp, r.timestamp_type, kd(topic, r.key),
+                               vd(topic, r.value), r.headers, r.serialized_key_size, r.serialized_value_size,
+                               r.leader_epoch) for r in records]
 
     # -- positions from ListOffsets ------------------------------------------------------------
 

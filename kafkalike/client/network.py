@@ -52,6 +52,8 @@ _SIZE = struct.Struct(">i")
 _CORRELATION_AND_ERROR = struct.Struct(">ih")
 MAX_RESPONSE_BYTES = 512 * 1024 * 1024
 _RECV_CHUNK = 256 * 1024
+# Frames from this size on are received straight into a buffer of their own (see _read).
+_LARGE_FRAME = 64 * 1024
 
 ResponseCallback = Callable[["MessageData | None", "Exception | None"], None]
 
@@ -87,6 +89,10 @@ class _Connection:
         self.queued = 0                    # bytes ever queued on this connection
         self.written = 0                   # bytes ever written
         self.in_buf = bytearray()
+        # A large frame being received in place: its buffer, a view of it, bytes in so far.
+        self.frame: bytearray | None = None
+        self.frame_view: memoryview | None = None
+        self.frame_got = 0
         self.in_flight: deque[InFlight] = deque()
         self.versions: dict[int, tuple[int, int]] = {}
         self.api_versions_version = APIS[API_VERSIONS].versions[1]
@@ -482,10 +488,34 @@ class NetworkClient:
             self._register(conn, selectors.EVENT_READ)
 
     def _read(self, conn: _Connection, now: float) -> None:
+        """Receive what the socket has and handle every whole frame.
+
+        Bytes arrive in chunks into the connection's buffer until a frame's size is known;
+        a large frame (a fetch answer) then gets a buffer of its own that the rest of it is
+        received straight into, so its bytes are copied once by the kernel and not again
+        (appending chunks and cutting frames out of them copied every fetched byte twice)."""
+        sock = conn.sock
+        while True:
+            if conn.frame is None:
+                self._read_chunk(conn, now)
+                if conn.frame is None or self._conns.get(conn.node.id) is not conn:
+                    return
+            if not self._fill_frame(conn):
+                return
+            frame = conn.frame
+            conn.frame = conn.frame_view = None
+            self._handle_frame(conn, frame, now)
+            if self._conns.get(conn.node.id) is not conn:
+                return
+            # More bytes may wait in the kernel (the selector says so next time) or, with
+            # TLS, decrypted inside the TLS object, which wakes no selector: take those now.
+            if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
+                return
+
+    def _read_chunk(self, conn: _Connection, now: float) -> None:
         try:
             chunk = conn.sock.recv(_RECV_CHUNK)
             if isinstance(conn.sock, ssl.SSLSocket):
-                # Decrypted bytes already inside the TLS object wake no selector: take them now.
                 while conn.sock.pending():
                     chunk += conn.sock.recv(_RECV_CHUNK)
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
@@ -501,6 +531,14 @@ class NetworkClient:
             if not 0 <= size <= MAX_RESPONSE_BYTES:
                 raise ProtocolDecodeError(f"invalid response size {size}")
             if end - pos - 4 < size:
+                if size >= _LARGE_FRAME:
+                    frame = bytearray(size)
+                    have = end - pos - 4
+                    frame[:have] = memoryview(buf)[pos + 4:end]
+                    conn.frame = frame
+                    conn.frame_view = memoryview(frame)
+                    conn.frame_got = have
+                    pos = end
                 break
             frame = bytes(buf[pos + 4:pos + 4 + size])
             pos += 4 + size
@@ -509,6 +547,23 @@ class NetworkClient:
                 return
         if pos:
             del buf[:pos]
+
+    def _fill_frame(self, conn: _Connection) -> bool:
+        """Receive into the large frame under way until it is whole (True) or the socket is empty."""
+        view = conn.frame_view
+        size = len(view)
+        got = conn.frame_got
+        sock = conn.sock
+        while got < size:
+            try:
+                n = sock.recv_into(view[got:])
+            except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                break
+            if not n:
+                raise OSError("connection closed by the broker")
+            got += n
+        conn.frame_got = got
+        return got == size
 
     def _handle_frame(self, conn: _Connection, frame: bytes, now: float) -> None:
         if not conn.in_flight:

@@ -19,7 +19,9 @@ from .header import (
     LOG_OVERHEAD, MAGIC, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
     NO_SEQUENCE, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK, read_header,
 )
-from .record import MAX_RECORD_OVERHEAD, Record, decode_records, encode_headers, encode_record
+from .record import (
+    MAX_RECORD_OVERHEAD, Record, decode_consumer_records, decode_records, encode_headers, encode_record,
+)
 from .varint import encode_varint
 
 CREATE_TIME = 0
@@ -93,16 +95,29 @@ class RecordBatch:
         """All records with absolute offsets; LogAppendTime batches stamp maxTimestamp on each."""
         if self._records is None:
             h = self.header
-            start = self.position + HEADER_SIZE
-            data = self._buf[start:self.position + h.size]
-            codec = h.attributes & CODEC_MASK
-            if codec and (data or h.records_count):
-                # Compaction can leave a batch with no records and no payload at all.
-                data = codecs.decompress(codec, data, max_decompressed_size)
-            log_append = h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else None
+            data, log_append = self._payload(max_decompressed_size)
             self._records = decode_records(data, h.records_count, h.base_offset,
                                            h.base_timestamp, log_append)
         return self._records
+
+    def consumer_records(self, make, context: tuple, min_offset: int,
+                         max_decompressed_size: int = codecs.DEFAULT_MAX_OUTPUT_SIZE) -> list:
+        """The records from `min_offset` on, built by `make` (see decode_consumer_records);
+        not kept, unlike records()."""
+        h = self.header
+        data, log_append = self._payload(max_decompressed_size)
+        return decode_consumer_records(data, h.records_count, h.base_offset, h.base_timestamp, log_append,
+                                       make, context, min_offset)
+
+    def _payload(self, max_decompressed_size: int):
+        """The uncompressed records section, and the LogAppendTime stamp (or None)."""
+        h = self.header
+        data = self._buf[self.position + HEADER_SIZE:self.position + h.batch_length + LOG_OVERHEAD]
+        codec = h.attributes & CODEC_MASK
+        if codec and (data or h.records_count):
+            # Compaction can leave a batch with no records and no payload at all.
+            data = codecs.decompress(codec, data, max_decompressed_size)
+        return data, h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else None
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records())

@@ -95,6 +95,26 @@ def decode_records(data: bytes, count: int, base_offset: int, base_timestamp: in
     than -1, a record whose declared length disagrees with its fields, a count
     that disagrees with the bytes, or bytes left over.
     """
+    return _decode(data, count, base_offset, base_timestamp, log_append_time, record_class, None, 0)
+
+
+def decode_consumer_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
+                            log_append_time: int | None, make, context: tuple, min_offset: int) -> list:
+    """decode_records for a consumer: builds its record type straight from the bytes.
+
+    `make` is called as make(topic, partition, offset, timestamp, timestamp_type, key,
+    value, headers, key_size, value_size, leader_epoch) (Java's ConsumerRecord fields in
+    order; sizes are -1 for null) with `context` = (topic, partition, timestamp_type,
+    leader_epoch), so the consumer pays for one object per record instead of a Record
+    and then its own. Records below `min_offset` are checked like the others but not
+    built. The same errors as decode_records.
+    """
+    return _decode(data, count, base_offset, base_timestamp, log_append_time, make, context, min_offset)
+
+
+def _decode(data, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None, make,
+            context: tuple | None, min_offset: int) -> list:
+    """The one record loop behind decode_records (context None) and decode_consumer_records."""
     if type(data) is not bytes:
         data = bytes(data)
     end = len(data)
@@ -102,7 +122,8 @@ def decode_records(data: bytes, count: int, base_offset: int, base_timestamp: in
         raise _bad(f"{count} records cannot fit in {end} bytes")
     zz = _UNZIGZAG
     slow = decode_varint
-    make = record_class
+    if context is not None:
+        topic, partition, timestamp_type, leader_epoch = context
     out = []
     append = out.append
     pos = 0
@@ -197,9 +218,14 @@ def decode_records(data: bytes, count: int, base_offset: int, base_timestamp: in
             if pos != rec_end:
                 raise _bad(f"record fields take {pos - rec_end + length} bytes, "
                            f"its length says {length}")
-            append(make(base_offset + od,
-                        base_timestamp + tsd if log_append_time is None else log_append_time,
-                        key, value, headers))
+            if context is None:
+                append(make(base_offset + od,
+                            base_timestamp + tsd if log_append_time is None else log_append_time,
+                            key, value, headers))
+            elif base_offset + od >= min_offset:
+                append(make(topic, partition, base_offset + od,
+                            base_timestamp + tsd if log_append_time is None else log_append_time,
+                            timestamp_type, key, value, headers, klen, vlen, leader_epoch))
     except IndexError:
         raise _bad("record runs past the end of the batch") from None
     if pos != end:
