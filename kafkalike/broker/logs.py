@@ -109,16 +109,37 @@ _CONVERSION = re.compile(r"%(-?\d+)?(?:\.(\d+))?([a-zA-Z%])(?:\{([^}]*)\})?")
 
 
 def _java_date(fmt: str, when: float) -> str:
-    """java.text.SimpleDateFormat for the letters log4j patterns use (y M d H h m s S E a), quotes as literals."""
-    moment = datetime.fromtimestamp(when)
-    out: list[str] = []
+    """java.text.SimpleDateFormat for the letters log4j patterns use (y M d H h m s S E a), quotes as literals.
+
+    Every log line formats its date, so the text of the current second is kept per format
+    and only the milliseconds are filled in per call."""
+    second = int(when)
+    cached = _DATE_CACHE.get(fmt)
+    if cached is None or cached[0] != second:
+        cached = (second, _date_parts(fmt, second))
+        _DATE_CACHE[fmt] = cached
+    parts = cached[1]
+    if len(parts) == 1 and isinstance(parts[0], str):
+        return parts[0]
+    millis = int(when * 1000) % 1000
+    return "".join(p if isinstance(p, str) else f"{millis:0{max(p, 3)}d}"[:max(p, 3)] for p in parts)
+
+
+_DATE_CACHE: dict[str, tuple[int, list]] = {}
+
+
+def _date_parts(fmt: str, second: int) -> list:
+    """The date's text for one second: strings, and the width (an int) where milliseconds go."""
+    moment = datetime.fromtimestamp(second)
+    out: list = []
+    text: list[str] = []
     i = 0
     while i < len(fmt):
         ch = fmt[i]
         if ch == "'":
             end = fmt.find("'", i + 1)
             end = len(fmt) if end < 0 else end
-            out.append("'" if end == i + 1 else fmt[i + 1:end])
+            text.append("'" if end == i + 1 else fmt[i + 1:end])
             i = end + 1
             continue
         j = i
@@ -126,24 +147,27 @@ def _java_date(fmt: str, when: float) -> str:
             j += 1
         n = j - i
         if ch == "y":
-            out.append(f"{moment.year % 100:02d}" if n == 2 else f"{moment.year:0{n}d}")
+            text.append(f"{moment.year % 100:02d}" if n == 2 else f"{moment.year:0{n}d}")
         elif ch == "M":
-            out.append(moment.strftime("%B" if n >= 4 else "%b") if n >= 3 else f"{moment.month:0{n}d}")
+            text.append(moment.strftime("%B" if n >= 4 else "%b") if n >= 3 else f"{moment.month:0{n}d}")
         elif ch in "dHms":
             value = {"d": moment.day, "H": moment.hour, "m": moment.minute, "s": moment.second}[ch]
-            out.append(f"{value:0{n}d}")
+            text.append(f"{value:0{n}d}")
         elif ch == "h":
-            out.append(f"{(moment.hour % 12) or 12:0{n}d}")
+            text.append(f"{(moment.hour % 12) or 12:0{n}d}")
         elif ch == "S":
-            out.append(f"{int(when * 1000) % 1000:0{max(n, 3)}d}"[:max(n, 3)])
+            out.append("".join(text))
+            text = []
+            out.append(n)
         elif ch == "E":
-            out.append(moment.strftime("%A" if n >= 4 else "%a"))
+            text.append(moment.strftime("%A" if n >= 4 else "%a"))
         elif ch == "a":
-            out.append("AM" if moment.hour < 12 else "PM")
+            text.append("AM" if moment.hour < 12 else "PM")
         else:
-            out.append(fmt[i:j])
+            text.append(fmt[i:j])
         i = j
-    return "".join(out)
+    out.append("".join(text))
+    return [p for p in out if p != ""] or [""]
 
 
 _NAMED_DATES = {"ISO8601": "yyyy-MM-dd HH:mm:ss,SSS", "ABSOLUTE": "HH:mm:ss,SSS", "DATE": "dd MMM yyyy HH:mm:ss,SSS"}

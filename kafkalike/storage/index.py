@@ -75,7 +75,8 @@ class _Index:
             self._map(fd, length)
         finally:
             os.close(fd)
-        self.entries = self._count_entries()
+        # A file just made is all zeros: counting would touch pages of a sparse file for nothing.
+        self.entries = 0 if newly_created else self._count_entries()
         self._entries_changed()
 
     # ------------------------------------------------------------- mapping

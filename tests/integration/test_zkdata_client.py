@@ -41,6 +41,7 @@ from kafkalike.zkdata import (
     ZooKeeperClientTimeoutError,
     new_topic_id,
 )
+from kafkalike.zkdata.client import PARTITIONS_PER_TRANSACTION
 from kafkalike.lab.zookeeper import free_ports
 
 pytestmark = pytest.mark.integration
@@ -424,3 +425,31 @@ async def test_connection_timeout_when_no_server_listens() -> None:
     with pytest.raises(ZooKeeperClientTimeoutError):
         await KafkaZkClient.connect(f"127.0.0.1:{port}", connection_timeout_ms=500)
     assert time.monotonic() - started < 10
+
+
+@pytest_twisted.ensureDeferred
+async def test_many_new_partitions_are_created_in_transactions_and_a_clash_fails_only_its_partition(
+    open_client: OpenClient, kazoo_client: KazooClient
+) -> None:
+    client = await open_client()
+    _, epoch_version = await client.register_controller_and_increment_epoch(1)
+    count = 2 * PARTITIONS_PER_TRANSACTION + 50           # two full transactions and a partial one
+    await client.create_topic_assignment("wide", PartitionAssignment.of({p: [1] for p in range(count)}))
+    # One partition already has a state (a controller that died mid-creation wrote it).
+    kazoo_client.create("/brokers/topics/wide/partitions/7/state", b"{}", makepath=True)
+    state = LeaderIsrAndControllerEpoch(1, 0, (1,), 1)
+    wanted = {TopicPartition("wide", p): state for p in range(count)}
+    outcomes = await client.create_partition_states(wanted, epoch_version)
+    assert isinstance(outcomes.pop(TopicPartition("wide", 7)), NodeExistsError)
+    assert outcomes == {tp: state for tp in wanted if tp.partition != 7}
+    assert sorted(map(int, kazoo_client.get_children("/brokers/topics/wide/partitions"))) == list(range(count))
+    assert kazoo_client.get(f"/brokers/topics/wide/partitions/{count - 1}/state")[0] == (
+        b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1]}')
+    assert await client.get_partition_states([TopicPartition("wide", count - 1)]) == {
+        TopicPartition("wide", count - 1): state}
+
+    def zxids(partitions: range) -> set[int]:
+        return {kazoo_client.exists(f"/brokers/topics/wide/partitions/{p}/state").czxid for p in partitions}
+    # The clash's chunk was written znode by znode; the next one in one transaction (one zxid).
+    assert len(zxids(range(8, PARTITIONS_PER_TRANSACTION))) == PARTITIONS_PER_TRANSACTION - 8
+    assert len(zxids(range(PARTITIONS_PER_TRANSACTION, 2 * PARTITIONS_PER_TRANSACTION))) == 1
