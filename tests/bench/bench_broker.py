@@ -36,6 +36,12 @@ record value size (100 bytes by default, as the aims state them): with larger va
 load generator spends less per MB, which shows the broker's rate where kcat's per-record
 cost is the limit.
 
+--loads wire adds (or, alone, runs) a generator with almost no cost per record
+(wire_load.py: one pre-built ProduceRequest v8 frame of one batch sent again and again,
+5 in flight; raw Fetch v11 requests whose answers are read only as far as the batch
+headers), so the broker's own rate shows where kcat's per-record CPU is the limit; its
+batches hold batch.size bytes of records exactly.
+
 --profile PREFIX also records the broker with py-spy during one extra produce run per
 load generator (PREFIX.confluent.txt, PREFIX.kcat.txt, py-spy's raw collapsed stacks)
 and prints where its reactor thread spends its time (py-spy must be installed).
@@ -68,7 +74,8 @@ except ImportError:
 VALUE_SIZE = 100
 CHUNK = 16384
 MB = harness.MB
-BROKER_PHASES = ("produce confluent", "produce kcat", "fetch confluent", "fetch kcat")
+BROKER_PHASES = ("produce confluent", "produce kcat", "produce wire", "fetch confluent", "fetch kcat", "fetch wire")
+WIRE_LOAD = str(Path(__file__).with_name("wire_load.py"))
 LIMITS = ("loopback", "disk logdir write", "disk logdir write+fsync", "disk /tmp write", "disk /tmp write+fsync")
 
 
@@ -148,6 +155,24 @@ class Bench:
         return self._sample(harness.produce_kcat(
             self.broker.bootstrap, topic, self.lines_path, acks=1, batch_size=self.batch_size,
             linger_ms=self.linger_ms, broker_pids=[self.broker.proc.pid], extra=extra), topic)
+
+    def produce_wire(self, topic: str) -> Sample:
+        """Pre-built ProduceRequest frames from wire_load.py: the broker's rate with a load
+        generator that costs almost nothing per record."""
+        broker0 = self.broker_cpu()
+        done = harness.run_worker(WIRE_LOAD, ["produce", self.broker.bootstrap, topic, str(self.records),
+                                              str(self.value_size), str(self.batch_size)], what="wire produce")
+        return Sample(done["seconds"], done["records"] * self.value_size, log_bytes(self.broker.log_dir, topic),
+                      done["records"], self.broker_cpu() - broker0, done["cpu"])
+
+    def fetch_wire(self, topic: str, wire_bytes: int) -> Sample:
+        broker0 = self.broker_cpu()
+        done = harness.run_worker(WIRE_LOAD, ["fetch", self.broker.bootstrap, topic, str(self.records)],
+                                  what="wire fetch")
+        if done["bytes"] != wire_bytes:
+            raise RuntimeError(f"wire fetch read {done['bytes']} bytes of {wire_bytes}")
+        return Sample(done["seconds"], done["records"] * self.value_size, wire_bytes, done["records"],
+                      self.broker_cpu() - broker0, done["cpu"])
 
     def fetch_confluent(self, topic: str, wire_bytes: int) -> Sample:
         from confluent_kafka import Consumer, TopicPartition
@@ -283,7 +308,8 @@ def profile_produce(bench: Bench, prefix: str, rate: int = 200, loads: tuple[str
     py_spy = shutil.which("py-spy")
     if py_spy is None:
         raise SystemExit("--profile needs py-spy on PATH (pip install py-spy)")
-    for label, produce in (("confluent", bench.produce_confluent), ("kcat", bench.produce_kcat)):
+    for label, produce in (("confluent", bench.produce_confluent), ("kcat", bench.produce_kcat),
+                           ("wire", bench.produce_wire)):
         if label not in loads:
             continue
         topic = bench.new_topic(f"profile-{label}")
@@ -362,7 +388,8 @@ def run(args) -> int:
             nonlocal wire
             one = benches[side]
             produce, fetch = {"confluent": (one.produce_confluent, one.fetch_confluent),
-                              "kcat": (one.produce_kcat, one.fetch_kcat)}[label]
+                              "kcat": (one.produce_kcat, one.fetch_kcat),
+                              "wire": (one.produce_wire, one.fetch_wire)}[label]
             topic = one.new_topic(label)
             made = produce(topic)
             wire = made.wire_bytes
@@ -452,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--value-size", type=int, default=VALUE_SIZE,
                         help="bytes per record value (default 100, the aims' setting)")
     parser.add_argument("--loads", type=lambda text: tuple(text.split(",")), default=("confluent", "kcat"),
-                        help="load generators to run, of confluent,kcat (default both)")
+                        help="load generators to run, of confluent,kcat,wire (default confluent,kcat)")
     parser.add_argument("--profile", metavar="PREFIX",
                         help="py-spy the broker through one extra produce run per load generator")
     return run(parser.parse_args(argv))
@@ -461,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
 @harness.bench_test
 def test_broker_bench_short() -> None:
     """The whole benchmark, small: every phase delivers and reads back every record."""
-    assert main(["--records", "20000", "--reps", "1"]) == 0
+    assert main(["--records", "20000", "--reps", "1", "--loads", "confluent,kcat,wire"]) == 0
 
 
 if __name__ == "__main__":
