@@ -288,7 +288,8 @@ _KEYS: tuple[ConfigKey, ...] = (
     _k("compression.type", S, "producer", "Compression of stored batches: producer keeps the producer's codec; "
        "uncompressed, gzip, snappy, lz4 or zstd recompress.", mode=CW),
     # Transactions
-    _k("transactional.id.expiration.ms", I, 604800000, "A transactional id unused for this long is forgotten.",
+    _k("transactional.id.expiration.ms", I, 604800000, "A transactional id unused for this long is forgotten, "
+       "and so is a partition's idle producer id.",
        at_least(1)),
     _k("transaction.max.timeout.ms", I, 900000, "Longest transaction timeout a producer may ask for.", at_least(1)),
     _k("transaction.state.log.min.isr", I, 2, "min.insync.replicas of __transaction_state.", at_least(1)),

@@ -15,7 +15,8 @@ One pass over a log (`Cleaner.clean`):
    refuse them on produce). Offsets never change: a batch that loses records is
    re-encoded with its original base offset, lastOffsetDelta, producer id, epoch, base
    sequence, leader epoch and codec, its records keeping their offset deltas. Batches
-   that lose nothing are copied byte for byte; control batches are always kept.
+   that lose nothing are copied byte for byte. Control batches (transaction markers)
+   follow the transaction rules below.
 3. Tombstones: a segment keeps its tombstones while its last-modified time is after the
    delete horizon, the last-modified time of the newest fully cleaned segment minus
    delete.retention.ms. The first pass over a log therefore removes none.
@@ -25,10 +26,14 @@ One pass over a log (`Cleaner.clean`):
    `.deleted`, `.swap` -> no suffix. A crash before the commit recovers the old
    segments, after it the new one (see recovery.py).
 
-A batch left with no records is dropped, except that the last batch of each producer
-id in the rewritten range stays as an empty batch (Kafka keeps the last batch of each
-active producer so its sequence numbers survive; without producer state here, the last
-one in the range stands in for it). And when nothing survives of a group's last
+A batch left with no records is dropped, except the batch a producer's state rests on,
+which stays as an empty batch (a 61-byte header, Kafka's RETAIN_EMPTY) so the
+producer's sequence and epoch survive: for each producer id in the log's producer state,
+the batch whose last offset is its last data batch's, or, when it has no data batch in
+its current epoch, its markers of that epoch (Kafka 2.8's isBatchLastRecordOfProducer,
+read from `Log.last_records_of_active_producers` once a pass). A producer that expired
+(transactional.id.expiration.ms, see producer_state.py) has no such batch, so all of
+its batches may go. And when nothing survives of a group's last
 segment, that segment's last batch is kept as an empty batch, so the new segment's
 offsets reach into every old one: a recovered `.swap` replaces the segments whose base
 offsets lie in its offset range, and a shorter range would leave a stale old segment
@@ -46,8 +51,11 @@ the txn indexes) are dropped and never enter the offset map, so they cannot shad
 committed value. An ABORT marker stays, with its entry in the cleaned segment's
 `.txnindex`, while batches of its transaction were still seen; a COMMIT marker while
 its transaction's batches remain; otherwise a marker goes once its segment is past the
-delete horizon, like a tombstone. A producer's last batch (data or marker) is kept
-empty rather than dropped.
+delete horizon, like a tombstone. The batch a producer's state rests on is kept empty
+rather than dropped, an aborted one too; its ABORT marker, which saw it, then stays
+indexed until the producer writes again or expires, as in Kafka ("we may retain a
+record from an aborted transaction if it is the last entry written by a given
+producerId").
 """
 from __future__ import annotations
 
@@ -330,7 +338,7 @@ class Cleaner:
         to_clean = [v for v in views if v.base_offset < end]
         groups = group_segments_by_size(to_clean, config.segment_bytes, config.segment_index_bytes,
                                         upper)
-        producers = self._last_batch_of_producers(to_clean)
+        producers = item.last_records_of_active_producers()
         # Where each segment's range ends, for collecting the aborted transactions it overlaps.
         bounds = {v.base_offset: (to_clean[i + 1].base_offset if i + 1 < len(to_clean) else end)
                   for i, v in enumerate(to_clean)}
@@ -393,16 +401,6 @@ class Cleaner:
                                           record.offset)
                                 return
                 offset_map.latest_offset = header.last_offset
-
-    def _last_batch_of_producers(self, views: Iterable[_SegmentView]) -> dict[int, int]:
-        """Producer id -> last offset of its last batch in the segments being rewritten."""
-        last: dict[int, int] = {}
-        for view in views:
-            for batch in self._batches(view, verify_crc=False):
-                header = batch.header
-                if header.producer_id >= 0:
-                    last[header.producer_id] = header.last_offset
-        return last
 
     # ---------------------------------------------------------------- writing
     def _retained(self, batch: RecordBatch, retain_deletes: bool, keep_empty: bool,
@@ -470,7 +468,7 @@ class Cleaner:
         return None
 
     def _clean_group(self, plan: LogToClean, group: list[_SegmentView], horizon: int,
-                     producers: dict[int, int], stats: CleanerStats,
+                     producers: Mapping[int, tuple[int, int]], stats: CleanerStats,
                      txns: CleanedTransactions | None = None, bounds: Mapping[int, int] | None = None) -> None:
         item = plan.log
         base = group[0].base_offset
@@ -496,8 +494,7 @@ class Cleaner:
                 last_header: BatchHeader | None = None
                 for batch in self._batches(view):
                     header = last_header = batch.header
-                    keep_empty = (header.producer_id >= 0
-                                  and producers.get(header.producer_id) == header.last_offset)
+                    keep_empty = header.producer_id >= 0 and _is_last_of_producer(header, producers)
                     out = self._retained(batch, retain_deletes, keep_empty, stats, txns)
                     if out is not None:
                         data, max_timestamp, count = out
@@ -535,6 +532,19 @@ class Cleaner:
     def _step(self, step: str, item: Log, old: Sequence[LogSegment]) -> None:
         if self._hook is not None:
             self._hook(step, item, old)
+
+
+def _is_last_of_producer(header, producers: Mapping[int, tuple[int, int]]) -> bool:
+    """Whether a batch holds what its producer's state rests on (Kafka 2.8's
+    isBatchLastRecordOfProducer): the producer's last data batch (its last sequence), or,
+    for a producer with no data batch in its current epoch, a marker of that epoch."""
+    last = producers.get(header.producer_id)
+    if last is None:                     # expired, or never known: nothing to keep for it
+        return False
+    last_data_offset, epoch = last
+    if last_data_offset >= 0:
+        return header.last_offset == last_data_offset
+    return header.is_control and header.producer_epoch == epoch
 
 
 class LogCleaner:

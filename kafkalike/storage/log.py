@@ -14,6 +14,11 @@ snapshot; the fsyncs themselves run outside the lock on duplicated descriptors.
 Deleted segments are renamed `*.deleted` at once and removed file.delete.delay.ms
 later through the `scheduler` (`scheduler(delay_ms, fn)`); with none they are removed
 at once. Until then their open descriptors keep serving reads already handed out.
+
+Producer ids idle for `max_producer_id_expiration_ms` (transactional.id.expiration.ms)
+without an open transaction are forgotten by `remove_expired_producers`, which the
+LogManager calls every PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, and are left out when
+a snapshot is loaded (Kafka 2.8's ProducerStateManager).
 """
 from __future__ import annotations
 
@@ -54,6 +59,8 @@ _CLIENT = AppendOrigin.CLIENT
 log = logging.getLogger(__name__)
 
 EARLIEST_TIMESTAMP = -2  # ListOffsets sentinels
+# transactional.id.expiration.ms's default: how long an idle producer id is remembered.
+DEFAULT_MAX_PRODUCER_ID_EXPIRATION_MS = 7 * 24 * 60 * 60 * 1000
 LATEST_TIMESTAMP = -1
 
 Executor = Callable[[Callable[[], None]], object]
@@ -132,8 +139,10 @@ class Log:
     def __init__(self, directory: str, config: LogConfig, *, log_start_offset: int = 0,
                  recovery_point: int = 0, had_clean_shutdown: bool = False,
                  clock: Callable[[], int] | None = None, flush_executor: Executor | None = None,
-                 scheduler: Scheduler | None = None, rng: random.Random | None = None) -> None:
+                 scheduler: Scheduler | None = None, rng: random.Random | None = None,
+                 max_producer_id_expiration_ms: int = DEFAULT_MAX_PRODUCER_ID_EXPIRATION_MS) -> None:
         self.dir = os.path.abspath(directory)
+        self.max_producer_id_expiration_ms = max_producer_id_expiration_ms
         self.topic_partition: TopicPartition = layout.parse_partition_dir(self.dir)
         self.config = config
         self._rules = AppendRules.from_config(config)
@@ -188,7 +197,8 @@ class Log:
         """Producers' state: the latest usable snapshot, then the batches after it.
 
         Without a snapshot every segment's headers are replayed. Snapshots beyond the
-        log end (recovery cut the log short) and unreadable ones are deleted. The replay
+        log end (recovery cut the log short) and unreadable ones are deleted; producers of
+        the snapshot that have expired are left out, as Kafka's loadFromSnapshot does. The replay
         also rewrites the `.txnindex` entries of every marker it passes, so an index that
         a crash left short (or a log that recovery cut) is rebuilt from the log itself.
         """
@@ -198,7 +208,10 @@ class Log:
         for offset, path in reversed(producer_snapshot.list_snapshots(self.dir)):
             try:
                 with open(path, "rb") as f:
-                    state.load(producer_snapshot.decode(f.read()), offset)
+                    entries = producer_snapshot.decode(f.read())
+                now, max_age = self._clock(), self.max_producer_id_expiration_ms
+                state.load({pid: e for pid, e in entries.items() if not state.is_expired(e, now, max_age)},
+                           offset)
                 start = offset
                 break
             except (CorruptCheckpointError, OSError) as error:
@@ -532,6 +545,26 @@ class Log:
                     return found
         return None
 
+    def remove_expired_producers(self, now_ms: int | None = None) -> list[int]:
+        """Forget producers idle for max_producer_id_expiration_ms with no open transaction
+        (Kafka's PeriodicProducerExpirationCheck); returns their ids. Holds the lock for one
+        pass over the producers, so it may run on a thread beside the appends."""
+        now = self._clock() if now_ms is None else now_ms
+        with self._lock:
+            if self.closed:
+                return []
+            expired = self.producer_state.remove_expired(now, self.max_producer_id_expiration_ms)
+        if expired:
+            log.debug("[%s] Expired producer ids %s", self.topic_partition, expired)
+        return expired
+
+    def last_records_of_active_producers(self) -> dict[int, tuple[int, int]]:
+        """Producer id -> (offset of its last data batch, -1 when it has none; its epoch): the
+        batches the cleaner keeps, emptied, for each producer's state (Kafka's
+        lastRecordsOfActiveProducers). An expired producer is not in it."""
+        with self._lock:
+            return {pid: (e.last_offset, e.epoch) for pid, e in self.producer_state.producers.items()}
+
     def active_producers(self) -> list:
         """Copies of the producer state entries (DescribeProducers reads them off the lock)."""
         with self._lock:
@@ -592,6 +625,7 @@ class Log:
             self.log_start_offset = offset
             self.recovery_point = max(self.recovery_point, offset)
             self.leader_epoch_cache.truncate_from_start(offset)
+            self.producer_state.on_log_start_offset_incremented(offset)
             log.info("[%s] Incremented log start offset to %d", self.topic_partition, offset)
             return True
 
@@ -702,6 +736,7 @@ class Log:
             self.log_start_offset = first
             self.recovery_point = max(self.recovery_point, first)
             self.leader_epoch_cache.truncate_from_start(first)
+            self.producer_state.on_log_start_offset_incremented(first)
         return len(doomed)
 
     def _delete_segments(self, segments: Iterable[LogSegment]) -> None:

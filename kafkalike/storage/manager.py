@@ -6,10 +6,12 @@ the recovery-point and log-start-offset checkpoints (a broken one is ignored wit
 warning, meaning full recovery), then load every partition dir. Shutdown flushes and
 closes every log, writes the checkpoints and only then the clean-shutdown marker.
 
-Periodic work (retention, flush.ms, checkpoints) is exposed as plain methods for the
-broker to schedule; the ones that fsync belong in a thread: `flush_dirty_logs` whole,
-the checkpoints as a capture on the reactor (`*_checkpoint_writer`) whose returned
-write runs on a thread.
+Periodic work (retention, flush.ms, checkpoints, producer-id expiry) is exposed as plain
+methods for the broker to schedule; the ones that fsync belong in a thread:
+`flush_dirty_logs` whole, the checkpoints as a capture on the reactor
+(`*_checkpoint_writer`) whose returned write runs on a thread. `remove_expired_producers`
+(every PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, Kafka 2.8's constant) takes each log's
+lock in turn for one pass over its producers, so the broker runs it on a thread too.
 
 Future logs (KIP-113, Kafka 2.8's `getOrCreateLog(isFuture = true)`): a replica being
 moved to another of this broker's log dirs has, besides its current log, a future log
@@ -43,11 +45,14 @@ from kafkalike.storage.cleaner import LogCleaner
 from kafkalike.storage.config import LogConfig
 from kafkalike.storage.errors import CorruptCheckpointError, KafkaStorageError, LogDirLockedError
 from kafkalike.storage.layout import TopicPartition
-from kafkalike.storage.log import Executor, Log, Scheduler, wall_clock_ms
+from kafkalike.storage.log import DEFAULT_MAX_PRODUCER_ID_EXPIRATION_MS, Executor, Log, Scheduler, wall_clock_ms
 
 log = logging.getLogger(__name__)
 
 TopicConfigs = Callable[[str], LogConfig]
+
+# Kafka 2.8's LogManager.ProducerIdExpirationCheckIntervalMs: a constant, not a config key.
+PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 10 * 60 * 1000
 
 
 def _read_or_empty(checkpoint: OffsetCheckpointFile, what: str) -> dict[TopicPartition, int]:
@@ -65,8 +70,10 @@ class LogManager:
                  topic_configs: TopicConfigs | None = None, clock: Callable[[], int] | None = None,
                  flush_executor: Executor | None = None, scheduler: Scheduler | None = None,
                  rng: random.Random | None = None, enable_cleaner: bool = True,
-                 cleaner_options: Mapping[str, Any] | None = None) -> None:
+                 cleaner_options: Mapping[str, Any] | None = None,
+                 max_producer_id_expiration_ms: int = DEFAULT_MAX_PRODUCER_ID_EXPIRATION_MS) -> None:
         self.default_config = default_config
+        self.max_producer_id_expiration_ms = max_producer_id_expiration_ms
         self._topic_configs = topic_configs
         self._clock = clock or wall_clock_ms
         self._flush_executor = flush_executor
@@ -131,7 +138,8 @@ class LogManager:
 
     def _new_log(self, path: str, config: LogConfig, **kwargs) -> Log:
         return Log(path, config, clock=self._clock, flush_executor=self._flush_executor,
-                   scheduler=self._scheduler, rng=self._rng, **kwargs)
+                   scheduler=self._scheduler, rng=self._rng,
+                   max_producer_id_expiration_ms=self.max_producer_id_expiration_ms, **kwargs)
 
     def _load_dir(self, directory: str) -> None:
         marker = os.path.join(directory, layout.CLEAN_SHUTDOWN_FILE)
@@ -333,6 +341,13 @@ class LogManager:
         """Retention for every log (Kafka's log.retention.check.interval.ms task)."""
         now = self._clock() if now_ms is None else now_ms
         return sum(item.delete_old_segments(now) for item in list(self.logs.values()))
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> int:
+        """Forget idle producer ids in every log, future logs too (Kafka 2.8 schedules this
+        in each Log); returns how many went. Safe on a thread: each log takes its own lock."""
+        now = self._clock() if now_ms is None else now_ms
+        return sum(len(item.remove_expired_producers(now))
+                   for item in [*self.logs.values(), *self.future_logs.values()])
 
     def flush_dirty_logs(self, now_ms: int | None = None) -> int:
         """fsync logs whose flush.ms has passed; blocking, run it in a thread."""

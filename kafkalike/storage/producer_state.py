@@ -15,6 +15,14 @@ refused (TRANSACTION_COORDINATOR_FENCED) as is one from an older producer epoch
 one keeps bounding it until its marker is below the high watermark (replicated). An
 aborted transaction becomes an entry of the segment's `.txnindex`, which the Log writes.
 
+Producer ids expire as in Kafka 2.8: a producer with no open transaction whose last
+batch (data or marker) has a timestamp older than transactional.id.expiration.ms is
+forgotten (`remove_expired`, which the LogManager runs every ten minutes, and when a
+snapshot is loaded); its next batch must then start a new epoch or sequence 0. When the
+log start offset moves (retention, DeleteRecords) only the closed transactions whose
+marker lies below it are dropped (`on_log_start_offset_incremented`): since KAFKA-7190
+(Kafka 2.4) producers outlive the data they wrote, until they expire.
+
 The leader validates (AppendOrigin.CLIENT, and COORDINATOR for markers); replicated
 batches (REPLICATION) only update the state, so a follower that becomes leader can
 dedupe retries of batches its predecessor accepted and knows the open transactions.
@@ -271,6 +279,27 @@ class ProducerStateManager:
         candidates = list(self._ongoing.values())
         candidates.extend(t.first_offset for t in list(self.unreplicated))
         return min(candidates) if candidates else None
+
+    def is_expired(self, entry: ProducerStateEntry, now_ms: int, max_age_ms: int) -> bool:
+        """Kafka 2.8's isProducerExpired: idle for max_age_ms (by its last batch's timestamp)
+        and no transaction open."""
+        return entry.current_txn_first_offset < 0 and now_ms - entry.last_timestamp >= max_age_ms
+
+    def remove_expired(self, now_ms: int, max_age_ms: int) -> list[int]:
+        """Forget the producers idle for `max_age_ms` without an open transaction (Kafka's
+        removeExpiredProducers); returns their ids."""
+        producers = self.producers
+        expired = [pid for pid, entry in producers.items() if self.is_expired(entry, now_ms, max_age_ms)]
+        for pid in expired:
+            del producers[pid]
+        return expired
+
+    def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        """The log start moved: closed transactions whose marker lies below it stop holding the
+        LSO (Kafka 2.8's onLogStartOffsetIncremented). Producers stay until they expire."""
+        unreplicated = self.unreplicated
+        if any(t.last_offset < log_start_offset for t in unreplicated):
+            self.unreplicated = deque(t for t in unreplicated if t.last_offset >= log_start_offset)
 
     def on_high_watermark_updated(self, high_watermark: int) -> None:
         """Closed transactions whose marker is below the high watermark no longer hold the LSO."""

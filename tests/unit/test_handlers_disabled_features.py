@@ -653,6 +653,27 @@ def test_describe_producers_answers_for_hosted_replicas(disk_server):
         ("t", 9, E.UNKNOWN_TOPIC_OR_PARTITION, []), ("nope", 0, E.UNKNOWN_TOPIC_OR_PARTITION, [])]
 
 
+def test_describe_producers_stops_listing_a_producer_once_it_expires(disk_server):
+    part = disk_server.host("t", 0)
+    t = 1_650_000_000_000
+    part.log.append(encode_batch([(b"k", b"v")], producer_id=42, producer_epoch=3, base_sequence=0,
+                                 base_timestamp=t))
+    R = DescribeProducersRequest
+
+    def listed():
+        resp = Client(disk_server).ask(61, 0, R(topics=[R.TopicRequest(name="t", partition_indexes=[0])]))
+        return [(s.producer_id, s.producer_epoch, s.last_sequence, s.last_timestamp)
+                for s in resp.topics[0].partitions[0].active_producers]
+
+    assert listed() == [(42, 3, 0, t)]
+    week = disk_server.log_manager.max_producer_id_expiration_ms
+    assert week == 7 * 24 * 3600 * 1000                  # transactional.id.expiration.ms's default
+    assert disk_server.log_manager.remove_expired_producers(now_ms=t + week - 1) == 0
+    assert listed() == [(42, 3, 0, t)]
+    assert disk_server.log_manager.remove_expired_producers(now_ms=t + week) == 1
+    assert listed() == []
+
+
 # -- a ZooKeeper failure is an answer, not a hang-up -----------------------------------
 
 

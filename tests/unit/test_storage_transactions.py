@@ -191,18 +191,35 @@ def test_deleted_segments_take_their_txn_index_with_them(shm_path):
 
 # ---------------------------------------------------------------------- the cleaner
 
-def test_the_cleaner_drops_aborted_data_first_and_its_marker_later(shm_path):
+def compacted_log(shm_path, **config):
+    """A compacted log (tests/unit/test_storage_cleaner.py's settings) whose producers expire after a minute."""
     from dataclasses import replace
 
-    from tests.unit.test_storage_cleaner import CONFIG, Rec, append, headers, read_all, set_mtimes, settle
+    from tests.unit.test_storage_cleaner import CONFIG
     from tests.unit.test_storage_cleaner import open_log as open_compacted
+    return open_compacted(shm_path, replace(CONFIG, **config), max_producer_id_expiration_ms=CLEANER_EXPIRY_MS)
+
+
+CLEANER_EXPIRY_MS = 60_000
+
+
+def test_the_cleaner_drops_aborted_data_first_and_its_marker_later(shm_path):
+    from tests.unit.test_storage_cleaner import Rec, append, headers, read_all, set_mtimes, settle
     from kafkalike.storage.cleaner import LogCleaner
     from tests.unit.test_storage_cleaner import NOW as CLEAN_NOW
-    log = open_compacted(shm_path, replace(CONFIG, delete_retention_ms=10_000))
+    log = compacted_log(shm_path, delete_retention_ms=10_000)
 
     def end(commit: bool) -> None:
         log.append(encode_end_txn_marker_batch(commit=commit, producer_id=7, producer_epoch=0, coordinator_epoch=0,
                                                timestamp=CLEAN_NOW), leader_epoch=0, origin=COORDINATOR)
+
+    def pass_with_new_data(value: bytes) -> None:
+        append(log, [(b"z", value)])
+        settle(log)
+        cleaner.clean_once()
+
+    def producer_7():
+        return [(h.base_offset, h.records_count, h.is_control) for h in headers(log) if h.producer_id == 7]
 
     append(log, [(b"k", b"committed")], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)
     end(commit=True)                                                                            # 1
@@ -214,26 +231,115 @@ def test_the_cleaner_drops_aborted_data_first_and_its_marker_later(shm_path):
     settle(log)
     cleaner = LogCleaner([log], clock=lambda: CLEAN_NOW)
     cleaner.clean_once()
-    # The aborted batch is gone and never shadowed the committed value of its key; its
-    # marker stays, indexed in the cleaned segment, while consumers may still meet its data.
+    # The aborted records are gone and never shadowed the committed value of their key. The
+    # batch holding them is producer 7's last data batch, so it stays, emptied, for the
+    # producer's sequence (Kafka's RETAIN_EMPTY); a consumer still meets it, so its marker
+    # stays too, indexed in the cleaned segment.
     assert read_all(log) == [Rec(0, b"k", b"committed"), Rec(5, b"filler", big)]
-    assert [(h.base_offset, h.records_count) for h in headers(log) if h.is_control] == [(1, 1), (4, 1)]
+    assert producer_7() == [(0, 1, False), (1, 1, True), (2, 0, False), (4, 1, True)]
     assert log.collect_aborted_transactions(0, 6) == [AbortedTxn(7, 2, 4, 5)]
-    append(log, [(b"z", b"plain")])
-    settle(log)
-    cleaner.clean_once()
+    pass_with_new_data(b"plain")
+    assert producer_7() == [(0, 1, False), (1, 1, True), (2, 0, False), (4, 1, True)]   # as long as 7 is active
+    assert log.collect_aborted_transactions(0, log.log_end_offset) == [AbortedTxn(7, 2, 4, 5)]
+    # Producer 7 expires: nothing holds its last batch any more.
+    assert log.remove_expired_producers(now_ms=CLEAN_NOW + CLEANER_EXPIRY_MS) == [7]
+    pass_with_new_data(b"plain-2")
+    assert producer_7() == [(0, 1, False), (1, 1, True), (4, 1, True)]   # the marker saw its last batch go
+    assert log.collect_aborted_transactions(0, log.log_end_offset) == [AbortedTxn(7, 2, 4, 5)]
+    pass_with_new_data(b"plain-3")
     # Nothing of the transaction is left to skip: the marker leaves the index, but stays
     # until its segment is past the delete horizon (consumers that are behind may need it).
-    assert [(h.base_offset, h.records_count) for h in headers(log) if h.is_control] == [(1, 1), (4, 1)]
+    assert producer_7() == [(0, 1, False), (1, 1, True), (4, 1, True)]
     assert log.collect_aborted_transactions(0, log.log_end_offset) == []
-    append(log, [(b"z", b"plain-2")])
+    append(log, [(b"z", b"plain-4")])
     settle(log)
     set_mtimes(log, step_s=20)          # the markers' segment is now past the delete horizon
     cleaner.clean_once()
-    # The abort marker is emptied (it is the producer's last batch, kept for its epoch); the
-    # commit marker stays while its transaction's record does.
-    assert [(h.base_offset, h.records_count) for h in headers(log) if h.is_control] == [(1, 1), (4, 0)]
-    assert read_all(log) == [Rec(0, b"k", b"committed"), Rec(5, b"filler", big), Rec(7, b"z", b"plain-2")]
+    # The abort marker goes outright (no producer state rests on it); the commit marker
+    # stays while its transaction's record does.
+    assert producer_7() == [(0, 1, False), (1, 1, True)]
+    assert read_all(log) == [Rec(0, b"k", b"committed"), Rec(5, b"filler", big), Rec(9, b"z", b"plain-4")]
+
+
+def test_a_commit_marker_goes_once_its_data_is_compacted_away_and_delete_retention_ms_passed(shm_path):
+    from tests.unit.test_storage_cleaner import Rec, append, headers, read_all, set_mtimes, settle
+    from kafkalike.storage.cleaner import LogCleaner
+    from tests.unit.test_storage_cleaner import NOW as CLEAN_NOW
+    log = compacted_log(shm_path, delete_retention_ms=10_000)
+
+    def commit() -> None:
+        log.append(encode_end_txn_marker_batch(commit=True, producer_id=7, producer_epoch=0, coordinator_epoch=0,
+                                               timestamp=CLEAN_NOW), leader_epoch=0, origin=COORDINATOR)
+
+    def markers():
+        return [(h.base_offset, h.records_count) for h in headers(log) if h.is_control]
+
+    append(log, [(b"k", b"old")], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)  # 0
+    commit()                                                                                                # 1
+    append(log, [(b"j", b"kept")], producer_id=7, producer_epoch=0, base_sequence=1, is_transactional=True)  # 2
+    commit()                                                                                                # 3
+    append(log, [(b"k", b"new")])                                                                           # 4
+    big = b"f" * 900                    # a segment of its own: the markers' segment stays apart
+    append(log, [(b"filler", big)])                                                                         # 5
+    settle(log)
+    cleaner = LogCleaner([log], clock=lambda: CLEAN_NOW)
+    cleaner.clean_once()
+    # k@0 is overwritten and its batch is not producer 7's last (2 is): the batch goes whole.
+    # Its marker was read after it in this pass, so it stays for now.
+    assert [(h.base_offset, h.records_count) for h in headers(log) if not h.is_control][:2] == [(2, 1), (4, 1)]
+    assert markers() == [(1, 1), (3, 1)]
+    append(log, [(b"z", b"1")])
+    settle(log)
+    cleaner.clean_once()
+    assert markers() == [(1, 1), (3, 1)]        # its transaction left nothing, but delete.retention.ms holds it
+    append(log, [(b"z", b"2")])
+    settle(log)
+    set_mtimes(log, step_s=20)
+    cleaner.clean_once()
+    # Past the delete horizon the empty transaction's COMMIT goes outright (it is not what
+    # producer 7's state rests on); the other stays with its record.
+    assert markers() == [(3, 1)]
+    assert read_all(log) == [Rec(2, b"j", b"kept"), Rec(4, b"k", b"new"), Rec(5, b"filler", big), Rec(7, b"z", b"2")]
+
+
+def test_a_producers_last_marker_is_kept_empty_until_the_producer_expires(shm_path):
+    """Kafka 2.8's isBatchLastRecordOfProducer for a producer with no data batch in its
+    epoch: its markers of that epoch are kept (emptied) for the epoch; an expired
+    producer's are not."""
+    from tests.unit.test_storage_cleaner import append, headers, set_mtimes, settle
+    from kafkalike.storage.cleaner import LogCleaner
+    from tests.unit.test_storage_cleaner import NOW as CLEAN_NOW
+    log = compacted_log(shm_path, delete_retention_ms=10_000)
+    append(log, [(b"k", b"aborted")], producer_id=9, producer_epoch=0, base_sequence=0, is_transactional=True)  # 0
+    # A fenced producer's transaction: the coordinator aborts it with the bumped epoch.
+    log.append(encode_end_txn_marker_batch(commit=False, producer_id=9, producer_epoch=1, coordinator_epoch=0,
+                                           timestamp=CLEAN_NOW), leader_epoch=0, origin=COORDINATOR)       # 1
+    append(log, [(b"p", b"plain")])     # 2: the marker's segment goes on past it (see cleaner.py's doc)
+    append(log, [(b"f", b"f" * 900)])   # 3: a segment of its own
+    settle(log)
+    assert log.last_records_of_active_producers() == {9: (-1, 1)}
+
+    def producer_9():
+        return [(h.base_offset, h.records_count, h.is_control, h.producer_epoch)
+                for h in headers(log) if h.producer_id == 9]
+
+    cleaner = LogCleaner([log], clock=lambda: CLEAN_NOW)
+    cleaner.clean_once()
+    assert producer_9() == [(1, 1, True, 1)]      # aborted data dropped (not the producer's last data batch)
+    for value in (b"1", b"2"):
+        append(log, [(b"z", value)])
+        settle(log)
+        set_mtimes(log, step_s=20)
+        cleaner.clean_once()
+    # Past the horizon and with nothing left to abort, the marker would go; it is the
+    # producer's last record in its current epoch, so it stays as an empty control batch.
+    assert producer_9() == [(1, 0, True, 1)]
+    assert log.remove_expired_producers(now_ms=CLEAN_NOW + CLEANER_EXPIRY_MS) == [9]
+    append(log, [(b"z", b"3")])
+    settle(log)
+    set_mtimes(log, step_s=20)
+    cleaner.clean_once()
+    assert producer_9() == []
 
 
 def test_the_cleaner_stops_at_the_last_stable_offset(shm_path):
