@@ -117,10 +117,93 @@ def test_find_coordinator_names_the_leader_of_the_groups_partition(client, versi
         assert resp.error_message == "NONE"
 
 
-def test_find_coordinator_for_transactions_is_not_available_yet(client):
+def test_find_coordinator_for_a_transactional_id_without_a_running_coordinator_or_of_an_unknown_key_type(client):
+    """No transaction coordinator running (the broker is starting or stopping):
+    COORDINATOR_NOT_AVAILABLE, and no __transaction_state is created. A key type other
+    than 0 (group) and 1 (transaction) is INVALID_REQUEST."""
     resp = client.call(10, 3, FindCoordinatorRequest(key="txn", key_type=1))
     assert (resp.error_code, resp.node_id, resp.port) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1)
+    assert client.conn.factory.services.admin.created == []
     assert client.call(10, 3, FindCoordinatorRequest(key="x", key_type=7)).error_code == ErrorCode.INVALID_REQUEST
+
+
+def transactions_server(h, props=None, brokers=3, state_topic_partitions=None):
+    """A FakeServer whose services hold a started TransactionCoordinator configured from
+    a broker's server.properties (`props` over Kafka 2.8's defaults)."""
+    from dataclasses import replace
+
+    from twisted.internet.task import Clock
+
+    from kafkalike.broker.config import KafkaConfig
+    from kafkalike.coordinator.transaction.config import TRANSACTION_STATE_TOPIC, TransactionConfig
+    from kafkalike.coordinator.transaction.coordinator import TransactionCoordinator
+    server = FakeServer(h.coordinator, 3, brokers=brokers)
+    config = KafkaConfig({"zookeeper.connect": "localhost:2181", **(props or {})}, hostname="b")
+    coordinator = TransactionCoordinator(0, TransactionConfig.from_kafka_config(config), None, None,
+                                         server.metadata_cache, "PLAINTEXT", Clock())
+    coordinator.startup()
+    if state_topic_partitions:
+        server.metadata_cache.partitions[TRANSACTION_STATE_TOPIC] = {
+            p: PartitionInfo(TRANSACTION_STATE_TOPIC, p, p % brokers, 0, [p % brokers], [p % brokers])
+            for p in range(state_topic_partitions)}
+    server.services = replace(server.services, transactions=coordinator)
+    return server, coordinator
+
+
+@pytest.mark.parametrize("props,partitions,replicas,configs", [
+    ({}, 50, 3, {"min.insync.replicas": "2", "segment.bytes": "104857600"}),        # Kafka 2.8's defaults
+    ({"transaction.state.log.num.partitions": "7", "transaction.state.log.replication.factor": "2",
+      "transaction.state.log.min.isr": "1", "transaction.state.log.segment.bytes": "1048576"},
+     7, 2, {"min.insync.replicas": "1", "segment.bytes": "1048576"}),
+], ids=["defaults", "configured"])
+def test_first_find_coordinator_for_a_transactional_id_creates_the_transaction_state_topic(h, props, partitions,
+                                                                                            replicas, configs):
+    """As Kafka 2.8's TransactionStateManager/AutoTopicCreationManager: transaction.state.log.num.partitions
+    partitions, transaction.state.log.replication.factor replicas, compacted, uncompressed,
+    min.insync.replicas from transaction.state.log.min.isr, segment.bytes from
+    transaction.state.log.segment.bytes, unclean election off. The client hears
+    COORDINATOR_NOT_AVAILABLE meanwhile and asks again."""
+    from kafkalike.coordinator.transaction.config import TRANSACTION_STATE_TOPIC
+    server, coordinator = transactions_server(h, props)
+    try:
+        resp = Client(server).call(10, 3, FindCoordinatorRequest(key="txn", key_type=1))
+        assert resp.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert server.admin.created == [(TRANSACTION_STATE_TOPIC, partitions, replicas, {
+            "cleanup.policy": "compact", "compression.type": "uncompressed", "unclean.leader.election.enable": "false",
+            **configs})]
+    finally:
+        coordinator.shutdown()
+
+
+def test_the_transaction_state_topic_waits_for_enough_brokers(h):
+    server, coordinator = transactions_server(h, brokers=2)          # replication factor 3 by default
+    try:
+        resp = Client(server).call(10, 3, FindCoordinatorRequest(key="txn", key_type=1))
+        assert resp.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert server.admin.created == []
+    finally:
+        coordinator.shutdown()
+
+
+def test_find_coordinator_for_a_transactional_id_names_the_leader_of_its_state_partition(h):
+    """Kafka's partitionFor: Utils.abs(transactionalId.hashCode) % transaction.state.log.num.partitions."""
+    def java_hash(text: str) -> int:
+        value = 0
+        for ch in text:                  # ASCII keys: one UTF-16 unit each
+            value = (31 * value + ord(ch)) & 0xFFFFFFFF
+        return value - (1 << 32) if value >= 1 << 31 else value
+
+    server, coordinator = transactions_server(h, state_topic_partitions=50)
+    try:
+        client = Client(server)
+        for key in ("txn", "my-transactional-id", "polygenelubricants"):   # the last hashes to Integer.MIN_VALUE
+            code = java_hash(key)
+            partition = (0 if code == -(1 << 31) else abs(code)) % 50
+            resp = client.call(10, 3, FindCoordinatorRequest(key=key, key_type=1))
+            assert (resp.error_code, resp.node_id, resp.port) == (0, partition % 3, 9092 + partition % 3), key
+        assert server.admin.created == []
+    finally:
+        coordinator.shutdown()
 
 
 def test_first_find_coordinator_creates_the_offsets_topic(h):

@@ -6,6 +6,7 @@ import pytest
 from kafkalike.protocol import api
 from kafkalike.protocol.jsonspec import load, read_json
 from kafkalike.coordinator import schemas as offsets_topic_schemas
+from kafkalike.coordinator.transaction import records as transaction_log_records
 from kafkalike.protocol.messages import consumer_protocol, headers
 from kafkalike.protocol.schema import MISSING, Field, Message
 from tests.reference import reference_dir
@@ -22,6 +23,8 @@ def _ours() -> dict[str, Message]:
         for value in vars(module).values():
             if isinstance(value, Message):
                 found[value.name] = value
+    for declared in (transaction_log_records.TransactionLogKey, transaction_log_records.TransactionLogValue):
+        found[declared.SCHEMA.name] = declared.SCHEMA     # __transaction_state's record classes
     return found
 
 
@@ -46,7 +49,8 @@ def _expected_files():
 
 FILES = _expected_files()
 INTERNAL = [reference_dir() / "kafka-internal-topics" / f"{n}.json"
-            for n in ("OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMetadataValue")]
+            for n in ("OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMetadataValue",
+                      "TransactionLogKey", "TransactionLogValue")]
 
 FIELD_ATTRS = ("name", "type", "versions", "nullable", "tagged", "tag", "default",
                "ignorable", "map_key", "entity_type", "flexible")
@@ -80,6 +84,10 @@ def diff_messages(ours: Message, theirs: Message) -> list[str]:
     if theirs.type == "request" and ours.listeners != theirs.listeners:
         problems.append(f"{theirs.name}: listeners differ")
     return problems + diff_fields(ours.fields, theirs.fields, theirs.name)
+
+
+def test_every_internal_topic_schema_of_the_reference_is_checked():
+    assert sorted(INTERNAL) == sorted((reference_dir() / "kafka-internal-topics").glob("*.json"))
 
 
 def test_reference_is_complete():

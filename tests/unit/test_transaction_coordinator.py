@@ -18,8 +18,10 @@ from kafkalike.cli.dump_log_decoders import format_transaction_record
 from kafkalike.coordinator.producer_id_manager import ProducerIdManager
 from kafkalike.coordinator.transaction.config import TRANSACTION_STATE_TOPIC, TransactionConfig
 from kafkalike.coordinator.transaction.coordinator import TransactionCoordinator
-from kafkalike.coordinator.transaction.metadata import (EMPTY, ONGOING, PREPARE_COMMIT, IllegalTransactionTransition,
-                                                        TransactionMetadata)
+from kafkalike.coordinator.transaction.metadata import (COMPLETE_ABORT, COMPLETE_COMMIT, DEAD, EMPTY, ONGOING,
+                                                        PREPARE_ABORT, PREPARE_COMMIT, PREPARE_EPOCH_FENCE,
+                                                        IllegalTransactionTransition, TransactionMetadata,
+                                                        TransactionState)
 from kafkalike.coordinator.transaction.records import read_key, read_value
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.write_txn_markers import WriteTxnMarkersResponse
@@ -299,6 +301,131 @@ def test_the_state_table_refuses_illegal_transitions():
     m.prepare_add_partitions({TP}, 5)
     with pytest.raises(IllegalTransactionTransition):
         m.prepare_add_partitions({TP}, 5)                                    # one pending at a time
+
+
+# Kafka 2.8's TransactionMetadata.validPreviousStates, written out by name here (not read
+# from the code under test), so loosening or tightening any cell of the code's table fails.
+KAFKA_VALID_PREVIOUS_STATES = {
+    "Empty": {"Empty", "CompleteCommit", "CompleteAbort"},
+    "Ongoing": {"Ongoing", "Empty", "CompleteCommit", "CompleteAbort"},
+    "PrepareCommit": {"Ongoing"},
+    "PrepareAbort": {"Ongoing", "PrepareEpochFence"},
+    "CompleteCommit": {"PrepareCommit"},
+    "CompleteAbort": {"PrepareAbort"},
+    "Dead": {"Empty", "CompleteAbort", "CompleteCommit"},
+    "PrepareEpochFence": {"Ongoing"},
+}
+ALL_STATES = list(TransactionState)
+
+
+def test_the_table_names_kafkas_eight_states():
+    assert sorted(s.state_name for s in ALL_STATES) == sorted(KAFKA_VALID_PREVIOUS_STATES)
+    assert [s.value for s in ALL_STATES] == list(range(8))          # the TransactionStatus byte
+
+
+@pytest.mark.parametrize("to_state", ALL_STATES, ids=str)
+@pytest.mark.parametrize("from_state", ALL_STATES, ids=str)
+def test_every_transition_of_the_state_table(from_state, to_state):
+    """Each of the 64 (from, to) pairs: allowed ones prepare a transit and leave it
+    pending; the others raise as Kafka's prepareTransitionTo does (IllegalStateException
+    there), with its message, and leave the metadata untouched."""
+    m = TransactionMetadata("t", 1, -1, 3, -1, 1000, from_state, {TP}, 100, 200)
+    allowed = from_state.state_name in KAFKA_VALID_PREVIOUS_STATES[to_state.state_name]
+    if allowed:
+        transit = m._prepare(to_state, 1, 3, -1, 1000, frozenset({TP}), 100, 300)
+        assert (transit.txn_state, m.pending_state, m.state) == (to_state, to_state, from_state)
+        assert (transit.producer_id, transit.last_producer_id, transit.txn_last_update_timestamp) == (1, 1, 300)
+    else:
+        with pytest.raises(IllegalTransactionTransition) as refused:
+            m._prepare(to_state, 1, 3, -1, 1000, frozenset({TP}), 100, 300)
+        assert str(refused.value) == (
+            f"Preparing transaction state transition to {to_state} failed since the target state {to_state} "
+            f"is not a valid previous state of the current state {from_state}")
+        assert (m.pending_state, m.state, m.topic_partitions, m.txn_last_update_timestamp) == (
+            None, from_state, {TP}, 200)
+
+
+@pytest.mark.parametrize("from_state", ALL_STATES, ids=str)
+def test_the_public_preparations_follow_the_table(from_state):
+    """The prepare_* methods the coordinator calls reach the table for their one target state."""
+    calls = {
+        ONGOING: lambda m: m.prepare_add_partitions({("out", 1)}, 300),
+        PREPARE_COMMIT: lambda m: m.prepare_abort_or_commit(PREPARE_COMMIT, 300),
+        PREPARE_ABORT: lambda m: m.prepare_abort_or_commit(PREPARE_ABORT, 300),
+        PREPARE_EPOCH_FENCE: lambda m: m.prepare_fence_producer_epoch(),
+        DEAD: lambda m: m.prepare_dead(),
+        EMPTY: lambda m: m.prepare_increment_producer_epoch(1000, None, 300),
+    }
+    for to_state, call in calls.items():
+        m = TransactionMetadata("t", 1, -1, 3, -1, 1000, from_state, {TP}, 100, 200)
+        if from_state.state_name in KAFKA_VALID_PREVIOUS_STATES[to_state.state_name]:
+            assert call(m).txn_state is to_state and m.pending_state is to_state
+        else:
+            with pytest.raises(IllegalTransactionTransition):
+                call(m)
+            assert m.pending_state is None
+
+
+def _pending(state, to_state, partitions=frozenset({TP})):
+    m = TransactionMetadata("t", 1, -1, 3, -1, 1000, state, set(partitions), 100, 200)
+    m.pending_state = to_state
+    return m
+
+
+def _transit(to_state, *, producer_id=1, epoch=3, partitions=frozenset({TP}), start=100, timeout=1000):
+    from kafkalike.coordinator.transaction.metadata import TxnTransitMetadata
+    return TxnTransitMetadata(producer_id, 1, epoch, -1, timeout, to_state, partitions, start, 300)
+
+
+@pytest.mark.parametrize("case", [
+    "no pending state", "another state than the pending one", "Ongoing dropping a partition",
+    "Ongoing with another epoch", "Ongoing with another timeout", "PrepareCommit with other partitions",
+    "PrepareAbort with another start", "CompleteCommit with another epoch", "CompleteAbort without a start",
+    "Empty skipping an epoch", "Empty keeping partitions", "PrepareEpochFence", "Dead"])
+def test_completing_a_transition_repeats_kafkas_checks(case):
+    """complete_transition_to (Kafka's completeTransitionTo) refuses a transit that does not
+    fit the current metadata, and then changes nothing."""
+    m, t = {
+        "no pending state": (_pending(ONGOING, None), _transit(ONGOING)),
+        "another state than the pending one": (_pending(ONGOING, PREPARE_COMMIT), _transit(PREPARE_ABORT)),
+        "Ongoing dropping a partition": (_pending(ONGOING, ONGOING, {TP, ("out", 1)}), _transit(ONGOING)),
+        "Ongoing with another epoch": (_pending(ONGOING, ONGOING), _transit(ONGOING, epoch=4)),
+        "Ongoing with another timeout": (_pending(ONGOING, ONGOING), _transit(ONGOING, timeout=5)),
+        "PrepareCommit with other partitions": (_pending(ONGOING, PREPARE_COMMIT),
+                                                _transit(PREPARE_COMMIT, partitions=frozenset({("out", 1)}))),
+        "PrepareAbort with another start": (_pending(ONGOING, PREPARE_ABORT), _transit(PREPARE_ABORT, start=7)),
+        "CompleteCommit with another epoch": (_pending(PREPARE_COMMIT, COMPLETE_COMMIT),
+                                              _transit(COMPLETE_COMMIT, epoch=4)),
+        "CompleteAbort without a start": (_pending(PREPARE_ABORT, COMPLETE_ABORT), _transit(COMPLETE_ABORT, start=-1)),
+        "Empty skipping an epoch": (_pending(COMPLETE_COMMIT, EMPTY, ()),
+                                    _transit(EMPTY, epoch=5, partitions=frozenset(), start=-1)),
+        "Empty keeping partitions": (_pending(COMPLETE_COMMIT, EMPTY, ()), _transit(EMPTY, epoch=4, start=-1)),
+        "PrepareEpochFence": (_pending(ONGOING, PREPARE_EPOCH_FENCE), _transit(PREPARE_EPOCH_FENCE, epoch=4)),
+        "Dead": (_pending(EMPTY, DEAD, ()), _transit(DEAD, partitions=frozenset())),
+    }[case]
+    before = (m.state, m.pending_state, set(m.topic_partitions), m.producer_epoch, m.txn_last_update_timestamp)
+    with pytest.raises(IllegalTransactionTransition):
+        m.complete_transition_to(t)
+    assert (m.state, m.pending_state, set(m.topic_partitions), m.producer_epoch,
+            m.txn_last_update_timestamp) == before
+
+
+@pytest.mark.parametrize("from_state,to_state,transit", [
+    (COMPLETE_COMMIT, EMPTY, dict(epoch=4, partitions=frozenset(), start=-1)),       # an epoch bump
+    (EMPTY, EMPTY, dict(producer_id=9, epoch=0, partitions=frozenset(), start=-1)),  # a new producer id
+    (EMPTY, ONGOING, dict(partitions=frozenset({TP, ("out", 1)}))),
+    (ONGOING, PREPARE_COMMIT, {}),
+    (PREPARE_COMMIT, COMPLETE_COMMIT, dict(partitions=frozenset())),
+    (PREPARE_ABORT, COMPLETE_ABORT, dict(partitions=frozenset())),
+], ids=str)
+def test_a_fitting_transit_completes(from_state, to_state, transit):
+    m = _pending(from_state, to_state, () if from_state in (COMPLETE_COMMIT, EMPTY) else {TP})
+    t = _transit(to_state, **transit)
+    m.complete_transition_to(t)
+    assert (m.state, m.pending_state, m.producer_id, m.producer_epoch, m.txn_last_update_timestamp) == (
+        to_state, None, t.producer_id, t.producer_epoch, 300)
+    assert m.topic_partitions == (set() if to_state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)
+                                  else set(t.topic_partitions))
 
 
 def test_records_read_by_kafka_dump_log_decoder(h):
