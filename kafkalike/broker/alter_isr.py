@@ -11,12 +11,18 @@ Kafka's AlterIsrManager does.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, Callable
 
 from twisted.internet import defer, task
 
 from kafkalike.common import outbound
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.alter_isr import AlterIsrRequest
+
+if TYPE_CHECKING:
+    from kafkalike.broker.config import KafkaConfig
+    from kafkalike.broker.metadata_cache import MetadataCache
+    from kafkalike.broker.partition import Partition
 
 log = logging.getLogger("kafka.server.AlterIsrManager")
 partition_log = logging.getLogger("kafka.cluster.Partition")
@@ -28,8 +34,20 @@ class ControllerRefused(Exception):
 
 
 class AlterIsrManager:
-    def __init__(self, server):
-        self.server = server
+    """Made before the ReplicaManager, which it reaches only through `on_isr_updated`
+    (Kafka's per-item callback into the partition): called with the partition and its old
+    ISR size once the controller's ISR is in place."""
+
+    def __init__(self, broker_id: int, reactor, metadata: MetadataCache, config: KafkaConfig,
+                 broker_epoch: Callable[[], int], is_shutting_down: Callable[[], bool],
+                 on_isr_updated: Callable[[Partition, int], None]):
+        self.broker_id = broker_id
+        self.reactor = reactor
+        self.metadata = metadata
+        self.config = config
+        self.broker_epoch = broker_epoch
+        self.is_shutting_down = is_shutting_down
+        self.on_isr_updated = on_isr_updated
         self.unsent: dict[tuple[str, int], object] = {}
         self.conn: outbound.OutboundConnection | None = None
         self.conn_to: int | None = None
@@ -42,15 +60,15 @@ class AlterIsrManager:
         partition.pending_isr = list(new_isr)
         self.unsent[partition.tp] = partition
         log.info("[Partition %s-%d broker=%d] Proposing ISR change from %s to %s", partition.topic,
-                 partition.index, self.server.broker_id, partition.isr, new_isr)
+                 partition.index, self.broker_id, partition.isr, new_isr)
         if not self.sending:
             self.sending = True
-            self.server.reactor.callLater(0, lambda: defer.ensureDeferred(self._send_loop()))
+            self.reactor.callLater(0, lambda: defer.ensureDeferred(self._send_loop()))
         return True
 
     async def _send_loop(self) -> None:
         try:
-            while self.unsent and not self.server.shutting_down:
+            while self.unsent and not self.is_shutting_down():
                 # A LeaderAndIsr since the proposal (leadership moved, or the controller
                 # wrote the ISR itself) withdrew it: it is not sent again.
                 batch = {tp: part for tp, part in self.unsent.items() if part.pending_isr is not None}
@@ -66,23 +84,23 @@ class AlterIsrManager:
                     self.conn, self.conn_to = None, None
                     for tp, part in batch.items():
                         self.unsent.setdefault(tp, part)
-                    await task.deferLater(self.server.reactor, RETRY_BACKOFF_S, lambda: None)
+                    await task.deferLater(self.reactor, RETRY_BACKOFF_S, lambda: None)
                     continue
                 self._apply(batch, response)
         finally:
             self.sending = False
 
     async def _send(self, batch):
-        controller = self.server.metadata_cache.controller_id
-        info = self.server.metadata_cache.brokers.get(controller)
-        ep = info.endpoint(self.server.config.inter_broker_listener_name) if info else None
+        controller = self.metadata.controller_id
+        info = self.metadata.brokers.get(controller)
+        ep = info.endpoint(self.config.inter_broker_listener_name) if info else None
         if ep is None:
             raise ConnectionError("no controller known")
         if self.conn is None or self.conn_to != controller:
             if self.conn is not None:
                 self.conn.close()
-            self.conn = await outbound.connect(ep.host, ep.port, f"broker-{self.server.broker_id}-alter-isr",
-                                               self.server.reactor, timeout=5)
+            self.conn = await outbound.connect(ep.host, ep.port, f"broker-{self.broker_id}-alter-isr",
+                                               self.reactor, timeout=5)
             self.conn_to = controller
             # A controller that stops (or restarts on the same address) closes this
             # connection between proposals; a request written to it afterwards would wait
@@ -93,14 +111,14 @@ class AlterIsrManager:
             topics.setdefault(topic, []).append(AlterIsrRequest.PartitionData(
                 partition_index=p, leader_epoch=part.leader_epoch, new_isr=list(part.pending_isr),
                 current_isr_version=part.zk_version))
-        request = AlterIsrRequest(broker_id=self.server.broker_id, broker_epoch=self.server.broker_epoch,
+        request = AlterIsrRequest(broker_id=self.broker_id, broker_epoch=self.broker_epoch(),
                                   topics=[AlterIsrRequest.TopicData(name=t, partitions=ps)
                                           for t, ps in topics.items()])
         # A controller that never answers (a handler that failed, a paused process) must not
         # hold every later ISR change: give up after controller.socket.timeout.ms, find the
         # controller again and propose again, as Kafka's AlterIsr channel does.
         answer = self.conn.request(request, 0)
-        answer.addTimeout(self.server.config.get("controller.socket.timeout.ms") / 1000, self.server.reactor)
+        answer.addTimeout(self.config.get("controller.socket.timeout.ms") / 1000, self.reactor)
         response = await answer
         if response.error_code:
             # NOT_CONTROLLER (it resigned) or STALE_BROKER_EPOCH (it has not seen this
@@ -124,12 +142,8 @@ class AlterIsrManager:
             part.isr = list(result.isr)
             part.zk_version = result.current_isr_version
             partition_log.info("[Partition %s-%d broker=%d] ISR updated to %s and version updated to [%d]",   # Kafka 2.8's
-                               tp[0], tp[1], self.server.broker_id, ",".join(map(str, part.isr)), part.zk_version)
-            if part.maybe_increment_high_watermark():
-                self.server.replica_manager.on_high_watermark_moved(tp)
-            else:
-                self.server.replica_manager.produce_purgatory.check_and_complete(tp)
-            self.server.replica_manager.stats.isr_changed(old_size, len(part.isr))   # IsrExpands/ShrinksPerSec
+                               tp[0], tp[1], self.broker_id, ",".join(map(str, part.isr)), part.zk_version)
+            self.on_isr_updated(part, old_size)
 
     def _closed(self, _ignored, conn) -> None:
         if self.conn is conn:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from twisted.internet import defer, task
 
@@ -27,6 +28,10 @@ from kafkalike.common import outbound
 from kafkalike.common.fetch_session_handler import FetchRequestData, FetchSessionHandler
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.fetch import FetchRequest
+
+if TYPE_CHECKING:
+    from kafkalike.broker.config import KafkaConfig
+    from kafkalike.broker.replica_manager import ReplicaManager
 
 log = logging.getLogger("kafka.server.ReplicaFetcherThread")
 FETCH_VERSION = 12
@@ -42,8 +47,11 @@ class FetchState:
 
 
 class ReplicaFetcher:
-    def __init__(self, server, leader_id: int, host: str, port: int, quota: ReplicationQuota | None = None):
-        self.server = server
+    def __init__(self, broker_id: int, config: KafkaConfig, reactor, replicas: ReplicaManager, leader_id: int,
+                 host: str, port: int, quota: ReplicationQuota | None = None):
+        self.broker_id = broker_id
+        self.reactor = reactor
+        self.replicas = replicas
         self.quota = quota
         self.leader_id = leader_id
         self.host, self.port = host, port
@@ -51,7 +59,7 @@ class ReplicaFetcher:
         self.conn: outbound.OutboundConnection | None = None
         self.running = False
         self.stopped = False
-        cfg = server.config
+        cfg = config
         self.max_wait_ms = cfg.get("replica.fetch.wait.max.ms")
         self.min_bytes = cfg.get("replica.fetch.min.bytes")
         self.max_bytes = cfg.get("replica.fetch.response.max.bytes")
@@ -85,12 +93,12 @@ class ReplicaFetcher:
             self.conn = None
 
     async def _run(self) -> None:
-        reactor = self.server.reactor
+        reactor = self.reactor
         try:
             while self.partitions and not self.stopped:
                 try:
                     if self.conn is None:
-                        self.conn = await outbound.connect(self.host, self.port, f"broker-{self.server.broker_id}-fetcher-0",
+                        self.conn = await outbound.connect(self.host, self.port, f"broker-{self.broker_id}-fetcher-0",
                                                            reactor, timeout=5)
                         self.conn.closed.addCallback(self._closed, self.conn)
                         _no_delay(self.conn)
@@ -130,7 +138,7 @@ class ReplicaFetcher:
 
     def _session_request(self, sent: dict[TopicPartition, FetchState]) -> FetchRequestData:
         """What this round's fetch lists: with a session, only what changed."""
-        rm = self.server.replica_manager
+        rm = self.replicas
         wanted = {}
         for tp, state in sent.items():
             part = rm.partitions.get(tp)
@@ -149,7 +157,7 @@ class ReplicaFetcher:
         forgotten: dict[str, list[int]] = {}
         for topic, p in data.to_forget:
             forgotten.setdefault(topic, []).append(p)
-        return FetchRequest(replica_id=self.server.broker_id, max_wait_ms=self.max_wait_ms,
+        return FetchRequest(replica_id=self.broker_id, max_wait_ms=self.max_wait_ms,
                             min_bytes=self.min_bytes, max_bytes=self.max_bytes, isolation_level=0,
                             session_id=data.session_id, session_epoch=data.epoch,
                             topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
@@ -158,7 +166,7 @@ class ReplicaFetcher:
 
     def _process(self, sent, response) -> bool:
         """Apply one fetch response; True when the fetcher should back off."""
-        rm = self.server.replica_manager
+        rm = self.replicas
         backoff = False
         for topic_resp in response.responses:
             for pr in topic_resp.partition_responses:
@@ -200,7 +208,7 @@ class ReplicaFetcher:
         records = pr.record_set
         if records:
             info = log_.append_as_follower(records)
-            self.server.replica_manager.stats.replicated_in(info.valid_bytes)
+            self.replicas.stats.replicated_in(info.valid_bytes)
             if info.batch_count:
                 state.fetch_offset = info.last_offset + 1
             if self.quota is not None and self.quota.is_throttled(*tp):
@@ -210,7 +218,7 @@ class ReplicaFetcher:
         log_.update_high_watermark(min(pr.high_watermark, log_.log_end_offset))
         if log_.high_watermark != high_watermark:
             # Consumers reading this follower (Fetch v11+) wait on its high watermark.
-            self.server.replica_manager.fetch_purgatory.check_and_complete(tp)
+            self.replicas.fetch_purgatory.check_and_complete(tp)
         if pr.log_start_offset > log_.log_start_offset:
             log_.maybe_increment_log_start_offset(min(pr.log_start_offset, log_.high_watermark))
 
@@ -241,10 +249,19 @@ def _no_delay(conn) -> None:
 
 
 class ReplicaFetcherManager:
-    def __init__(self, server, quota: ReplicationQuota | None = None):
-        self.server = server
+    """Made before the ReplicaManager, which hands it the partitions to follow; the
+    composition root attaches that ReplicaManager (`attach`) before any is added."""
+
+    def __init__(self, broker_id: int, config: KafkaConfig, reactor, quota: ReplicationQuota | None = None):
+        self.broker_id = broker_id
+        self.config = config
+        self.reactor = reactor
+        self.replicas: ReplicaManager | None = None
         self.quota = quota           # the follower side of the replication throttle
         self.fetchers: dict[int, ReplicaFetcher] = {}
+
+    def attach(self, replicas: ReplicaManager) -> None:
+        self.replicas = replicas
 
     def add(self, tp: TopicPartition, leader_id: int, host: str, port: int, leader_epoch: int) -> None:
         self.remove(tp)
@@ -253,8 +270,9 @@ class ReplicaFetcherManager:
             fetcher.stop()
             fetcher = None
         if fetcher is None:
-            fetcher = self.fetchers[leader_id] = ReplicaFetcher(self.server, leader_id, host, port, self.quota)
-        part = self.server.replica_manager.partitions[tp]
+            fetcher = self.fetchers[leader_id] = ReplicaFetcher(self.broker_id, self.config, self.reactor,
+                                                                self.replicas, leader_id, host, port, self.quota)
+        part = self.replicas.partitions[tp]
         fetcher.add(tp, FetchState(part.log.log_end_offset, leader_epoch))
 
     def remove(self, tp: TopicPartition) -> None:

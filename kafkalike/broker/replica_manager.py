@@ -347,6 +347,15 @@ class ReplicaManager:
         self.produce_purgatory.check_and_complete(tp)
         self.fetch_purgatory.check_and_complete(tp)
 
+    def on_isr_updated(self, part: Partition, old_isr_size: int) -> None:
+        """The controller accepted an ISR change (the AlterIsr sender's callback): a grown
+        or shrunk ISR may move the high watermark, or complete acks=all produces."""
+        if part.maybe_increment_high_watermark():
+            self.on_high_watermark_moved(part.tp)
+        else:
+            self.produce_purgatory.check_and_complete(part.tp)
+        self.stats.isr_changed(old_isr_size, len(part.isr))   # IsrExpands/ShrinksPerSec
+
     def read(self, params: FetchParams, known_topic=lambda t: True) -> dict[TopicPartition, FetchResult]:
         results: dict[TopicPartition, FetchResult] = {}
         budget = params.max_bytes

@@ -37,13 +37,13 @@ from kafkalike.broker.replication_quota import Rate, ReplicationQuota
 from kafkalike.broker.replica_manager import ReplicaManager
 from kafkalike.broker.topic_configs import TopicConfigs, default_log_config
 from kafkalike.controller.controller import KafkaController
-from kafkalike.coordinator.config import OFFSETS_TOPIC
+from kafkalike.coordinator.config import OFFSETS_TOPIC, CoordinatorConfig
 from kafkalike.coordinator.coordinator import GroupCoordinator
 from kafkalike.coordinator.producer_id_manager import ProducerIdManager
-from kafkalike.coordinator.transaction.config import TRANSACTION_STATE_TOPIC
+from kafkalike.coordinator.transaction.config import TRANSACTION_STATE_TOPIC, TransactionConfig
 from kafkalike.coordinator.transaction.coordinator import TransactionCoordinator
 from kafkalike.protocol.errors import ErrorCode
-from kafkalike.storage.manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, LogManager
+from kafkalike.storage.manager import LogManager
 from kafkalike.storage.meta_properties import MetaProperties, read_meta_properties, write_meta_properties
 from kafkalike.zkdata import BrokerRegistration, EndPoint, KafkaZkClient
 from kafkalike.zkdata.events import NewSession, SessionExpired
@@ -139,7 +139,6 @@ class KafkaServer:
             flush_executor=reactor.callInThread,
             scheduler=lambda ms, fn: reactor.callLater(ms / 1000.0, reactor.callInThread, fn),
             enable_cleaner=cfg.get("log.cleaner.enable"),
-            max_producer_id_expiration_ms=cfg.get("transactional.id.expiration.ms"),
             cleaner_options={"backoff_ms": cfg.get("log.cleaner.backoff.ms"),
                              "dedupe_buffer_size": cfg.get("log.cleaner.dedupe.buffer.size"),
                              "io_buffer_load_factor": cfg.get("log.cleaner.io.buffer.load.factor")})
@@ -147,15 +146,20 @@ class KafkaServer:
             "Logs loading complete in %d ms.", (time.monotonic() - loading_started) * 1000)
         if self.log_manager.cleaner is not None:
             self.log_manager.cleaner.start()   # its own thread: compaction never blocks the reactor
-        # The fetchers and the AlterIsr sender reach the replica manager only once running.
-        self.fetchers = ReplicaFetcherManager(self, self._replication_quota("follower"))
-        self.alter_isr = AlterIsrManager(self)
+        # The fetchers and the AlterIsr sender are made first and handed to the replica
+        # manager; they reach it back (attach, on_isr_updated) only once running.
+        self.fetchers = ReplicaFetcherManager(self.broker_id, cfg, self.reactor, self._replication_quota("follower"))
+        self.alter_isr = AlterIsrManager(
+            self.broker_id, self.reactor, self.metadata_cache, cfg, broker_epoch=lambda: self.broker_epoch,
+            is_shutting_down=lambda: self.shutting_down,
+            on_isr_updated=lambda part, old_isr_size: self.replica_manager.on_isr_updated(part, old_isr_size))
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, self.reactor, self.topic_configs.effective, self.time_ms,
             topic_configs=self.topic_configs, zk=self.zk, fetchers=self.fetchers, alter_isr=self.alter_isr,
             metadata=self.metadata_cache, inter_broker_listener=cfg.inter_broker_listener_name,
             on_leadership_change=self._on_leadership_change, leader_quota=self._replication_quota("leader"))
         self.replica_manager.replica_lag_ms = cfg.get("replica.lag.time.max.ms")
+        self.fetchers.attach(self.replica_manager)
         # Moves between this broker's log dirs (KIP-113), throttled by their own quota.
         self.alter_log_dirs = ReplicaAlterLogDirsManager(
             self.broker_id, self.replica_manager, self.log_manager, self.reactor,
@@ -164,10 +168,13 @@ class KafkaServer:
                 Rate(cfg.get("alter.log.dirs.replication.quota.window.num"),
                      cfg.get("alter.log.dirs.replication.quota.window.size.seconds"))),
             chunk_bytes=cfg.get("replica.fetch.max.bytes"))
-        self.group_coordinator = GroupCoordinator.for_server(self)
+        self.group_coordinator = GroupCoordinator(self.broker_id, CoordinatorConfig.from_kafka_config(cfg),
+                                                  self.replica_manager, self.reactor)
         self.group_coordinator.startup()
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk)
-        self.transaction_coordinator = TransactionCoordinator.for_server(self)
+        self.transaction_coordinator = TransactionCoordinator(
+            self.broker_id, TransactionConfig.from_kafka_config(cfg), self.producer_id_manager, self.replica_manager,
+            self.metadata_cache, cfg.inter_broker_listener_name, self.reactor)
         self.transaction_coordinator.startup()
         self.admin = AdminManager(self.zk, self.metadata_cache, cfg, self.topic_configs, self.reactor,
                                   dynamic_config=self.dynamic_config, on_config_written=self._on_config_written)
@@ -363,10 +370,6 @@ class KafkaServer:
         every(cfg.get("replica.lag.time.max.ms") // 2, self.replica_manager.shrink_isrs)
         every(cfg.get("log.flush.scheduler.interval.ms"),
               lambda: threads.deferToThread(self.log_manager.flush_dirty_logs))
-        # Idle producer ids (transactional.id.expiration.ms): a pass over every log's
-        # producers, each under its log's lock, on a thread so requests never wait for it.
-        every(PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS,
-              lambda: threads.deferToThread(self.log_manager.remove_expired_producers))
 
     # -- dynamic configs (topic overrides, broker configs) ---------------------------------
 

@@ -62,11 +62,6 @@ class GroupCoordinator(OffsetsApi):
         self._expiry_loop: task.LoopingCall | None = None
         self.log_prefix = f"[GroupCoordinator {broker_id}]: "
 
-    @classmethod
-    def for_server(cls, server) -> "GroupCoordinator":
-        return cls(server.broker_id, CoordinatorConfig.from_kafka_config(server.config),
-                   server.replica_manager, server.reactor)
-
     # -- lifecycle ----------------------------------------------------------------------
 
     def startup(self, enable_metadata_expiration: bool = True) -> None:

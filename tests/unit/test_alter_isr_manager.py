@@ -19,20 +19,15 @@ class FakePartition:
         return False
 
 
-class FakeReplicaManager:
-    def __init__(self):
-        self.produce_purgatory = SimpleNamespace(check_and_complete=lambda tp: None)
-        self.stats = SimpleNamespace(isr_changed=lambda old, new: None)
-
-    def on_high_watermark_moved(self, tp) -> None:
-        pass
+def make_manager(clock: task.Clock, metadata=None, config=None, broker_epoch: int = 0) -> AlterIsrManager:
+    return AlterIsrManager(0, clock, metadata, config, broker_epoch=lambda: broker_epoch,
+                           is_shutting_down=lambda: False, on_isr_updated=lambda part, old_isr_size: None)
 
 
 def manager_answering(answers: list) -> tuple[AlterIsrManager, task.Clock, list[dict]]:
     """A manager whose controller gives `answers` in turn (an exception is raised)."""
     clock = task.Clock()
-    server = SimpleNamespace(broker_id=0, reactor=clock, shutting_down=False, replica_manager=FakeReplicaManager())
-    manager = AlterIsrManager(server)
+    manager = make_manager(clock)
     sent: list[dict] = []
 
     async def send(batch):
@@ -81,8 +76,9 @@ def test_a_proposal_withdrawn_by_leader_and_isr_is_not_sent_again_but_the_others
 def test_a_resigned_controller_answer_raises_a_named_refusal():
     """The top-level error of the answer, not a partition's, decides that nothing applied."""
     clock = task.Clock()
-    server = SimpleNamespace(broker_id=0, reactor=clock)
-    manager = AlterIsrManager(server)
+    manager = make_manager(
+        clock, metadata=SimpleNamespace(controller_id=5, brokers={5: SimpleNamespace(endpoint=lambda name: object())}),
+        config=SimpleNamespace(inter_broker_listener_name="PLAINTEXT", get=lambda key: 30000), broker_epoch=1)
     answer = AlterIsrResponse(error_code=41)       # NOT_CONTROLLER
 
     class Conn:
@@ -92,9 +88,6 @@ def test_a_resigned_controller_answer_raises_a_named_refusal():
             return defer.succeed(answer)
 
     manager.conn, manager.conn_to = Conn(), 5
-    server.metadata_cache = SimpleNamespace(controller_id=5, brokers={5: SimpleNamespace(endpoint=lambda name: object())})
-    server.config = SimpleNamespace(inter_broker_listener_name="PLAINTEXT", get=lambda key: 30000)
-    server.broker_epoch = 1
     p = FakePartition("t", 0)
     p.pending_isr = [0, 1, 2]
     failures = []

@@ -57,9 +57,8 @@ CONFIG = {"replica.fetch.wait.max.ms": 500, "replica.fetch.min.bytes": 1,
 def test_fetcher_reconnects_after_the_leader_closed_its_idle_connection(monkeypatch):
     connector = FakeConnector()
     monkeypatch.setattr(fetcher_module.outbound, "connect", connector)
-    server = SimpleNamespace(config=SimpleNamespace(get=CONFIG.__getitem__), reactor=Clock(), broker_id=0,
-                             replica_manager=SimpleNamespace(partitions={}))
-    fetcher = ReplicaFetcher(server, 1, "127.0.0.1", 9092)
+    fetcher = ReplicaFetcher(0, SimpleNamespace(get=CONFIG.__getitem__), Clock(), SimpleNamespace(partitions={}),
+                             1, "127.0.0.1", 9092)
 
     fetcher.add(("t", 0), FetchState(0, 1))
     [first] = connector.made
@@ -81,13 +80,11 @@ def alter_isr_manager(monkeypatch, clock: Clock) -> tuple[AlterIsrManager, FakeC
     connector = FakeConnector()
     monkeypatch.setattr(alter_isr_module.outbound, "connect", connector)
     controller = BrokerInfo(1, (Endpoint("PLAINTEXT", "127.0.0.1", 9093),))
-    server = SimpleNamespace(
-        broker_id=0, broker_epoch=7, reactor=clock, shutting_down=False,
-        config=SimpleNamespace(inter_broker_listener_name="PLAINTEXT", get=ALTER_ISR_CONFIG.__getitem__),
-        metadata_cache=SimpleNamespace(controller_id=1, brokers={1: controller}),
-        replica_manager=SimpleNamespace(produce_purgatory=SimpleNamespace(check_and_complete=lambda tp: None),
-                                        stats=SimpleNamespace(isr_changed=lambda old, new: None)))
-    return AlterIsrManager(server), connector
+    manager = AlterIsrManager(
+        0, clock, SimpleNamespace(controller_id=1, brokers={1: controller}),
+        SimpleNamespace(inter_broker_listener_name="PLAINTEXT", get=ALTER_ISR_CONFIG.__getitem__),
+        broker_epoch=lambda: 7, is_shutting_down=lambda: False, on_isr_updated=lambda part, old_isr_size: None)
+    return manager, connector
 
 
 def leader_without_log(isr: list[int], replicas: list[int]) -> Partition:

@@ -62,12 +62,6 @@ class TransactionCoordinator(Deliveries):
         self._loops: list[task.LoopingCall] = []
         self.log_prefix = f"[TransactionCoordinator id={broker_id}] "
 
-    @classmethod
-    def for_server(cls, server) -> "TransactionCoordinator":
-        return cls(server.broker_id, TransactionConfig.from_kafka_config(server.config), server.producer_id_manager,
-                   server.replica_manager, server.metadata_cache, server.config.inter_broker_listener_name,
-                   server.reactor)
-
     # -- lifecycle ----------------------------------------------------------------------
 
     def startup(self, enable_transactional_id_expiration: bool = True) -> None:
