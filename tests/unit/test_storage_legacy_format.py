@@ -245,7 +245,9 @@ def test_format_changes_keep_both_kinds_readable(tmp_path):
     raw = log.read(0, 1 << 20)
     assert [type(b) for b in entries(raw)] == [RecordBatch, LegacyBatch, LegacyBatch, RecordBatch]
     log.close()
-    log = Log(path, LogConfig(), had_clean_shutdown=False)
+    # A clock near the batches' timestamps: producer 7 must not have expired
+    # (transactional.id.expiration.ms) when the log reloads it.
+    log = Log(path, LogConfig(), had_clean_shutdown=False, clock=lambda: TS)
     assert log.log_end_offset == 4 and log.read(0, 1 << 20) == raw
     assert 7 in log.producer_state.producers                  # replayed past the legacy entries
     log.close()
