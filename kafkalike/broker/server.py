@@ -43,7 +43,7 @@ from kafkalike.coordinator.producer_id_manager import ProducerIdManager
 from kafkalike.coordinator.transaction.config import TRANSACTION_STATE_TOPIC, TransactionConfig
 from kafkalike.coordinator.transaction.coordinator import TransactionCoordinator
 from kafkalike.protocol.errors import ErrorCode
-from kafkalike.storage.manager import LogManager
+from kafkalike.storage.manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, LogManager
 from kafkalike.storage.meta_properties import MetaProperties, read_meta_properties, write_meta_properties
 from kafkalike.zkdata import BrokerRegistration, EndPoint, KafkaZkClient
 from kafkalike.zkdata.events import NewSession, SessionExpired
@@ -139,6 +139,7 @@ class KafkaServer:
             flush_executor=reactor.callInThread,
             scheduler=lambda ms, fn: reactor.callLater(ms / 1000.0, reactor.callInThread, fn),
             enable_cleaner=cfg.get("log.cleaner.enable"),
+            max_producer_id_expiration_ms=cfg.get("transactional.id.expiration.ms"),
             cleaner_options={"backoff_ms": cfg.get("log.cleaner.backoff.ms"),
                              "dedupe_buffer_size": cfg.get("log.cleaner.dedupe.buffer.size"),
                              "io_buffer_load_factor": cfg.get("log.cleaner.io.buffer.load.factor")})
@@ -370,6 +371,10 @@ class KafkaServer:
         every(cfg.get("replica.lag.time.max.ms") // 2, self.replica_manager.shrink_isrs)
         every(cfg.get("log.flush.scheduler.interval.ms"),
               lambda: threads.deferToThread(self.log_manager.flush_dirty_logs))
+        # Idle producer ids (transactional.id.expiration.ms): a pass over every log's
+        # producers, each under its log's lock, on a thread so requests never wait for it.
+        every(PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS,
+              lambda: threads.deferToThread(self.log_manager.remove_expired_producers))
 
     # -- dynamic configs (topic overrides, broker configs) ---------------------------------
 
