@@ -417,7 +417,7 @@ def test_completing_a_transition_repeats_kafkas_checks(case):
     (ONGOING, PREPARE_COMMIT, {}),
     (PREPARE_COMMIT, COMPLETE_COMMIT, dict(partitions=frozenset())),
     (PREPARE_ABORT, COMPLETE_ABORT, dict(partitions=frozenset())),
-], ids=str)
+], ids=["epoch-bump", "new-producer-id", "add-partitions", "prepare-commit", "complete-commit", "complete-abort"])
 def test_a_fitting_transit_completes(from_state, to_state, transit):
     m = _pending(from_state, to_state, () if from_state in (COMPLETE_COMMIT, EMPTY) else {TP})
     t = _transit(to_state, **transit)
