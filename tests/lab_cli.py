@@ -75,6 +75,20 @@ def described(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int]]]:
             for p, leader, isr in re.findall(r"\tPartition: (\d+)\tLeader: (-?\d+)\t.*\tIsr: (\S+)", text)}
 
 
+def check_metrics_urls(report: dict) -> list[str]:
+    """Every broker's metrics_url in a `status --json` report answers with Prometheus text
+    (as prometheus_client parses it) carrying a Kafka metric; returns the URLs."""
+    from tests.metrics_scrape import Scrape
+    urls = [node["metrics_url"] for node in report["nodes"] if node["kind"] == "broker"]
+    assert urls and all(urls), report["nodes"]
+    for url in urls:
+        scrape = Scrape(url)
+        assert scrape.content_type.startswith("text/plain"), (url, scrape.content_type)
+        assert "kafka_server_replicamanager_underreplicatedpartitions" in scrape.samples, url
+        assert scrape.value("kafka_server_kafkaserver_brokerstate") == 3, url     # RunningAsBroker
+    return urls
+
+
 def one_line_error(result: subprocess.CompletedProcess, *fragments: str, code: int | None = None) -> None:
     """Refused with exactly one line on stderr holding every fragment (and exit `code` if given)."""
     assert result.returncode != 0, result.stdout

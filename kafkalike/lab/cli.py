@@ -305,6 +305,12 @@ def _scenario(args: argparse.Namespace) -> int:
         print(f"  consumed {j.consumed} distinct records (redelivered {j.redelivered}, at another offset than "
               f"acknowledged {j.moved}); {j.send_errors} sends failed (the tool sends without retries)"
               + (f"; lost e.g. {', '.join(map(str, j.lost_sample))}" if j.lost_sample else ""))
+        for what, counts, sample in (("duplicated", j.duplicated_by_partition, j.duplicated_sample),
+                                     ("reordered", j.reordered_by_partition, j.reordered_sample)):
+            if counts:
+                print(f"  {what}: " + ", ".join(f"partition {p}: {n}" for p, n in counts)
+                      + f" (e.g. values {', '.join(map(str, sample))}); the producer sends without retries, "
+                      "in order, so the brokers did this: FAIL")
         if outcome.error:
             print(f"  error: {outcome.error}")
         if outcome.loss_allowed and outcome.verdict == EXPECTED_LOSS:

@@ -6,7 +6,8 @@ as the netns backend names its namespaces) and whose subnet is 10.201.N.0/24:
 
     network PREFIX-net        a bridge network, gateway 10.201.N.1 (this machine's side)
     container PREFIX-zk-1     10.201.N.10 (zk-2 .11, zk-3 .12), ZooKeeper on 2181
-    container PREFIX-broker-0 10.201.N.100 (broker-1 .101, ...), the broker on 9092
+    container PREFIX-broker-0 10.201.N.100 (broker-1 .101, ...), the broker on 9092 and its
+                              Prometheus endpoint (kafkalike.metrics.port) on 9404
     volume PREFIX-broker-0    the broker's log.dirs, so a restarted broker keeps its log
 
 This machine reaches every container's address through the bridge, so `listeners` and
@@ -60,6 +61,7 @@ from kafkalike.lab.local import (
     LabSpec,
     Progress,
     _config_header,
+    broker_overrides,
     free_subnet,
     machine_lock,
 )
@@ -526,7 +528,7 @@ class DockerLab(Lab):
         for node in state.brokers:
             assert node.broker_id is not None
             broker = BrokerProcess(node.broker_id, state.zookeeper_connect, self.dir, node.port,
-                                   overrides={**spec.broker_properties(), **backend.broker_properties(node)},
+                                   overrides=broker_overrides(spec, backend, node),
                                    host=node.host, die_with_parent=False, config_header=header)
             broker.write_config()
             broker.app_log_dir.mkdir(parents=True, exist_ok=True)

@@ -177,6 +177,13 @@ def _metrics_properties(node: Node) -> dict[str, str]:
     return {} if node.metrics_port is None else {"kafkalike.metrics.port": str(node.metrics_port)}
 
 
+def broker_overrides(spec: LabSpec, backend: Backend, node: Node) -> dict[str, str]:
+    """Every key of one broker's server.properties beyond BrokerProcess's own, on every
+    backend: the lab's settings, where the broker lives, and its metrics port (which
+    `status` lists as metrics_url, so every backend must write it)."""
+    return {**spec.broker_properties(), **backend.broker_properties(node), **_metrics_properties(node)}
+
+
 def _signal_group(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
@@ -522,8 +529,7 @@ class Lab:
         for node in state.brokers:
             assert node.broker_id is not None
             broker = BrokerProcess(node.broker_id, state.zookeeper_connect, self.dir, node.port,
-                                   overrides={**spec.broker_properties(), **backend.broker_properties(node),
-                                              **_metrics_properties(node)},
+                                   overrides=broker_overrides(spec, backend, node),
                                    host=node.host, die_with_parent=False, config_header=header,
                                    launcher=backend.launcher(node))
             broker.start()

@@ -5,7 +5,9 @@ bin/kafka-verifiable-consumer.sh (--verbose: one record_data line per record rea
 bin/kafka-verifiable-producer.sh (--acks -1, throttled), hurts the lab while they run,
 heals it, stops the producer, lets the consumer read up to every high watermark and
 judges the two event streams (kafkalike.lab.judge). The verdict is PASS when no
-acknowledged record is lost. The tools' raw events are kept under
+acknowledged record is lost and no record is duplicated or reordered within its
+partition (the producer sends without retries, so either is the brokers' doing). The
+tools' raw events are kept under
 LAB_DIR/scenarios/<topic>/ until `down`.
 
 The broker faults follow Kafka's replication system test (tests/kafkatest/tests/core/
@@ -125,11 +127,20 @@ class Outcome:
 
     @property
     def verdict(self) -> str:
-        """PASS: nothing acknowledged was lost. EXPECTED LOSS: records were lost where the
-        scenario's configuration allows it (unclean election), which is its finding, not a
-        failure. FAIL otherwise, or when the scenario could not run to its end."""
+        """PASS: nothing acknowledged was lost, and no record was stored twice or behind a
+        later one. EXPECTED LOSS: records were lost where the scenario's configuration
+        allows it (unclean election), which is its finding, not a failure. FAIL otherwise,
+        or when the scenario could not run to its end.
+
+        Duplicates and reorderings fail every scenario, the unclean one included: the
+        producer sends without retries (retries=0) and in order, so neither can come from
+        the client, and no fault here licenses the brokers to copy or reorder a record
+        (an unclean election truncates logs to a prefix of the new leader's, which loses
+        records but neither copies nor reorders them)."""
         j = self.judgement
         if self.error is not None or j.acknowledged == 0:
+            return FAIL
+        if j.duplicated or j.reordered:
             return FAIL
         if j.lost == 0:
             return PASS

@@ -3,19 +3,20 @@
 The lab runs in a scratch directory under /dev/shm on a block of free ports. Its brokers
 are daemons that outlive each command, so every check here goes through another command
 (status, kill, restart, down) or through bin/kafka-topics.sh, exactly what a user in
-another shell would see. A finalizer runs `down` and kill -9s anything left.
+another shell would see. The walk-through also addresses nodes by what they are rather
+than by name (`kill controller`, `kill leader:TOPIC:PARTITION`) and stops and restarts
+ZooKeeper (`kill zk-1`, `restart zk-1`). A finalizer runs `down` and kill -9s anything left.
 """
 from __future__ import annotations
 
 import re
 import time
-import urllib.request
 
 import pytest
 
 from kafkalike.lab.processes import is_alive, processes_mentioning
 from tests.waiting import wait_until
-from tests.lab_cli import LabUnderTest, isr_sizes, one_line_error, run_lab, topics
+from tests.lab_cli import LabUnderTest, check_metrics_urls, described, isr_sizes, one_line_error, run_lab, topics
 
 pytestmark = pytest.mark.integration
 
@@ -51,8 +52,7 @@ def test_up_status_kill_restart_down(lab: LabUnderTest):
     urls = [n["metrics_url"] for n in status["nodes"] if n["kind"] == "broker"]
     assert len(set(urls)) == 3 and all(re.fullmatch(r"http://127\.0\.0\.1:\d+/metrics", u) for u in urls), urls
     assert f"metrics (Prometheus): broker-0 {urls[0]}, broker-1 {urls[1]}, broker-2 {urls[2]}" in plain.stdout
-    with urllib.request.urlopen(urls[0], timeout=10) as answer:
-        assert b"kafka_server_replicamanager_underreplicatedpartitions" in answer.read()
+    assert check_metrics_urls(status) == urls
 
     # A full ISR on a new RF=3 topic.
     bootstrap = status["bootstrap"]
@@ -81,11 +81,50 @@ def test_up_status_kill_restart_down(lab: LabUnderTest):
     wait_until(lambda: isr_sizes(bootstrap, TOPIC) == [3, 3, 3], 30, "the ISR to be full again")
     wait_until(lambda: lab.status()["under_replicated"] == 0, 30, "no under-replicated partition")
 
+    # `kill controller`: the lab resolves and stops the active controller (SIGTERM, a
+    # controlled shutdown, which closes its session at once); another broker takes over.
+    controller = lab.status()["controller"]
+    killed = lab.run("kill", "controller")
+    assert killed.returncode == 0, killed.stderr
+    assert killed.stdout.startswith(f"{controller} (pid ") and "stopped with SIGTERM" in killed.stdout, killed.stdout
+    status = wait_until(lambda: (s := lab.status())["controller"] not in (None, controller) and s, 30,
+                        f"a controller other than {controller}")
+    assert not next(n for n in status["nodes"] if n["name"] == controller)["alive"]
+    assert lab.run("restart", controller).returncode == 0
+
+    # `kill leader:TOPIC:PARTITION`: the broker that leads it now, as kafka-topics.sh names it.
+    wait_until(lambda: isr_sizes(bootstrap, TOPIC) == [3, 3, 3], 30, "the ISR to be full again")
+    leader = f"broker-{described(bootstrap, TOPIC)[0][0]}"
+    killed = lab.run("kill", f"leader:{TOPIC}:0")
+    assert killed.returncode == 0, killed.stderr
+    assert killed.stdout.startswith(f"{leader} (pid "), (leader, killed.stdout)
+    assert not next(n for n in lab.status()["nodes"] if n["name"] == leader)["alive"]
+    assert lab.run("restart", leader).returncode == 0
+
+    # `kill zk-1` and `restart zk-1`: ZooKeeper down (status still answers, from Metadata),
+    # then back as standalone, with every broker registered again.
+    killed = lab.run("kill", "zk-1")
+    assert killed.returncode == 0, killed.stderr
+    assert killed.stdout.startswith("zk-1 (pid ") and "stopped with SIGTERM" in killed.stdout
+    status = lab.status()
+    zk = next(n for n in status["nodes"] if n["name"] == "zk-1")
+    assert not zk["alive"] and zk["role"] == "-" and not status["zookeeper"]["reachable"]
+    restarted = lab.run("restart", "zk-1")
+    assert restarted.returncode == 0, restarted.stderr
+    assert "zk-1 serving again" in restarted.stdout
+
+    def registered() -> dict | None:
+        s = lab.status()
+        roles = sorted(n["role"] for n in s["nodes"])
+        return s if roles == ["broker", "broker", "controller", "standalone"] else None
+    status = wait_until(registered, 30, "ZooKeeper standalone again with every broker registered")
+    assert all(n["alive"] for n in status["nodes"]) and status["zookeeper"]["reachable"]
+
     logs = lab.run("logs", victim, "-n", "5")
     assert logs.returncode == 0 and len(logs.stdout.splitlines()) == 5
 
     pids = set(lab.seen_pids)
-    assert len(pids) >= 5          # 1 ZooKeeper, 3 brokers, the restarted one
+    assert len(pids) >= 8          # 1 ZooKeeper, 3 brokers, and the 4 restarted nodes
     down = lab.run("down")
     assert down.returncode == 0, down.stderr
     assert [pid for pid in pids if is_alive(pid)] == []

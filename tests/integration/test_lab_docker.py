@@ -4,7 +4,7 @@ A real dockerd (the one running, or one the module starts: tests/docker_daemon.p
 lab's image built from this checkout (once, and again only when the checkout changes), a
 bridge network, a container per node and a volume per broker. One lab (ZooKeeper
 standalone and three brokers) serves the module's tests in order: status shows each
-node's container and address, confluent-kafka on this machine produces and consumes at
+node's container and address and every broker's metrics endpoint serves Prometheus text, confluent-kafka on this machine produces and consumes at
 replication factor 3, a broker killed with kill -9 and restarted comes back on its
 volume's log, a partition shrinks the ISR and heal restores it, and `down` leaves no
 container, network or volume (asked of the SDK). The module's finalizer runs `down` and
@@ -22,7 +22,7 @@ import pytest
 from kafkalike.lab.netns import prefix_for
 from tests.docker_daemon import lab_leftovers, remove_lab_leftovers, running_dockerd
 from tests.waiting import wait_until
-from tests.lab_cli import LabUnderTest, described, isr_sizes, one_line_error, topics
+from tests.lab_cli import LabUnderTest, check_metrics_urls, described, isr_sizes, one_line_error, topics
 
 pytestmark = pytest.mark.integration
 
@@ -83,6 +83,12 @@ def test_status_shows_each_node_in_its_container(lab: LabUnderTest):
     table = lab.run("status").stdout
     assert f"broker-2  {prefix}-broker-2  {subnet}.102:9092" in table
     assert f"network: {prefix}-net {network['subnet']}" in table
+
+    # Every metrics endpoint status lists is served, from inside the broker's container.
+    assert "kafkalike.metrics.port=9404" in (lab.dir / "broker-1" / "server.properties").read_text()
+    urls = check_metrics_urls(report)
+    assert urls == [f"http://{subnet}.{100 + i}:9404/metrics" for i in range(3)]
+    assert f"metrics (Prometheus): broker-0 {urls[0]}, broker-1 {urls[1]}, broker-2 {urls[2]}" in table
 
 
 def test_clients_on_this_machine_produce_and_consume_at_rf3(lab: LabUnderTest):

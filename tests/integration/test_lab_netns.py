@@ -27,7 +27,9 @@ import pytest
 
 from kafkalike.lab.processes import is_alive, processes_mentioning
 from tests.waiting import wait_until
-from tests.lab_cli import LabUnderTest, described, isr_sizes, lab_network, one_line_error, run_lab, topics
+from tests.lab_cli import (
+    LabUnderTest, check_metrics_urls, described, isr_sizes, lab_network, one_line_error, run_lab, topics,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -103,10 +105,16 @@ def test_status_shows_each_node_on_its_own_host(lab: LabUnderTest):
     properties = (lab.dir / "broker-1" / "server.properties").read_text()
     assert f"advertised.listeners=PLAINTEXT://{net}.101:9092" in properties
     assert f"zookeeper.connect={net}.10:2181" in properties
+    assert "kafkalike.metrics.port=9404" in properties
     table = lab.run("status").stdout
     assert f"network: {subnet} on bridge br0 in namespace {network['hub']}" in table
     assert f"broker-2  {nodes['broker-2']['netns']}  {net}.102:9092" in table
     assert "partition: none" in table
+
+    # Every metrics endpoint status lists serves Prometheus text from inside its namespace.
+    urls = check_metrics_urls(report)
+    assert urls == [f"http://{net}.{100 + i}:9404/metrics" for i in range(3)]
+    assert f"metrics (Prometheus): broker-0 {urls[0]}, broker-1 {urls[1]}, broker-2 {urls[2]}" in table
 
 
 def test_clients_on_this_machine_produce_and_consume_at_rf3(lab: LabUnderTest):

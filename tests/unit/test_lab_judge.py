@@ -34,13 +34,33 @@ def test_copies_at_other_offsets_are_duplicates_and_rereads_are_redeliveries():
     consumer = [read(0, 0, 0), read(1, 0, 1), read(1, 0, 2), read(0, 0, 0)]
     j = judge(producer, consumer)
     assert (j.duplicated, j.redelivered, j.consumed, j.lost) == (1, 1, 3, 0)
-    assert j.passed
+    assert j.duplicated_by_partition == ((0, 1),) and j.duplicated_sample == (1,)
+    assert not j.passed                 # a copy is a broker bug: the producer never resends
+
+
+def test_a_redelivery_alone_still_passes():
+    j = judge([acked(0, 0, 0), acked(1, 0, 1)], [read(0, 0, 0), read(1, 0, 1), read(0, 0, 0)])
+    assert (j.duplicated, j.reordered, j.redelivered) == (0, 0, 1)
+    assert j.passed and j.duplicated_by_partition == () and j.reordered_by_partition == ()
+
+
+def test_duplicates_count_in_the_partition_holding_the_copy():
+    # 3 acknowledged at 0-0; copies at 0-5 and 2-1. 7 never acknowledged, stored at 1-0 and 1-3:
+    # the first place is the original.
+    producer = [acked(3, 0, 0), acked(4, 2, 0)]
+    consumer = [read(3, 0, 0), read(3, 0, 5), read(4, 2, 0), read(3, 2, 1), read(7, 1, 0), read(7, 1, 3)]
+    j = judge(producer, consumer)
+    assert j.duplicated == 3
+    assert j.duplicated_by_partition == ((0, 1), (1, 1), (2, 1))
+    assert j.duplicated_sample == (3, 7)
 
 
 def test_a_record_stored_behind_a_later_one_is_reordered():
     consumer = [read(0, 0, 0), read(2, 0, 1), read(1, 0, 2), read(3, 0, 3), read(5, 1, 0), read(4, 1, 1)]
     j = judge([acked(v, 0, v) for v in range(4)], consumer)
     assert j.reordered == 2
+    assert j.reordered_by_partition == ((0, 1), (1, 1)) and j.reordered_sample == (1, 4)
+    assert not j.passed
 
 
 def test_nothing_acknowledged_is_no_pass():

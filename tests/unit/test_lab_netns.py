@@ -82,3 +82,26 @@ def test_backends_by_name_and_what_they_own():
     with pytest.raises(LabError, match="--override advertised.listeners is set by the lab itself"):
         DockerBackend().validate(spec)
     assert not LocalBackend().supports_partitions and netns.NetnsBackend().supports_partitions
+
+
+def test_every_backend_writes_the_metrics_port_status_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """`status` lists http://HOST:METRICS_PORT/metrics for every broker, so the broker's
+    server.properties must set that kafkalike.metrics.port on every backend (docker once
+    left it out). Both Lab._start and DockerLab._start render through broker_overrides."""
+    from kafkalike.lab import docker
+    from kafkalike.lab.local import METRICS_PORT, broker_overrides
+    monkeypatch.setattr(netns, "subnets_in_use", lambda: set())
+    monkeypatch.setattr(docker, "_subnets_in_use", lambda client: set())
+    docker_backend = docker.DockerBackend()
+    docker_backend._client = object()          # plan_network asks no daemon with the subnets patched
+    for backend in (LocalBackend(), netns.NetnsBackend(), docker_backend):
+        spec = LabSpec(brokers=3, backend=backend.name)
+        state = Lab(tmp_path / backend.name)._plan(spec, backend)
+        for node in state.brokers:
+            assert node.metrics_port is not None, (backend.name, node)
+            assert node.metrics_url == f"http://{node.host}:{node.metrics_port}/metrics"
+            assert broker_overrides(spec, backend, node)["kafkalike.metrics.port"] == str(node.metrics_port)
+            if backend.name != "local":
+                assert node.metrics_port == METRICS_PORT
+        if backend.name == "local":
+            assert len({n.metrics_port for n in state.brokers}) == 3

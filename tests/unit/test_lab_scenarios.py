@@ -30,6 +30,18 @@ def test_loss_fails_except_where_the_scenario_allows_it():
     assert _outcome(0, True, error="timed out").verdict == FAIL
 
 
+def test_duplicates_and_reorderings_fail_every_scenario_the_unclean_one_too():
+    producer = [{"name": "producer_send_success", "value": str(v), "partition": 0, "offset": v} for v in range(10)]
+    read = [{"name": "record_data", "value": str(v), "partition": 0, "offset": v} for v in range(10)]
+    copy = [*read, {"name": "record_data", "value": "4", "partition": 0, "offset": 10}]
+    swapped = [{**r, "value": str({3: 4, 4: 3}.get(v, v))} for v, r in enumerate(read)]
+    lost_and_copied = [*read[2:], {"name": "record_data", "value": "4", "partition": 1, "offset": 0}]
+    for consumer in (copy, swapped, lost_and_copied):
+        for loss_allowed in (False, True):
+            outcome = Outcome("x", "t", 1.0, judge(producer, consumer), loss_allowed=loss_allowed)
+            assert outcome.verdict == FAIL and not outcome.passed, (consumer, loss_allowed)
+
+
 def test_only_the_unclean_scenario_may_lose_records():
     assert [n for n, s in SCENARIOS.items() if s.loss_allowed] == ["unclean-leader-election"]
 
