@@ -11,10 +11,11 @@ Topic overrides (/config/topics/<t>) and dynamic broker configs (/config/brokers
 /config/brokers/<default>, checked by dynamic_config.py) are written whole with a change
 notification, as AdminZkClient does; a value Kafka's ConfigDef refuses is answered
 INVALID_REQUEST "Invalid config value for resource ConfigResource(type=..., name='...'):
-...", as ZkAdminManager answers it. Quotas (admin_quotas.py) and SCRAM credentials
-(admin_scram.py) are dynamic configs under /config too; the manager hands those modules
-its ZooKeeper client. Every call takes plain values and answers with plain results,
-which the handlers put on the wire.
+...", as ZkAdminManager answers it; the checks of a config request, the incremental
+operations and the described entries are in admin_configs.py. Quotas (admin_quotas.py)
+and SCRAM credentials (admin_scram.py) are dynamic configs under /config too; the
+manager hands those modules its ZooKeeper client. Every call takes plain values and
+answers with plain results, which the handlers put on the wire.
 """
 from __future__ import annotations
 
@@ -24,12 +25,16 @@ from typing import TYPE_CHECKING, Awaitable, Callable, Mapping, Sequence
 
 from twisted.internet import defer
 
-from kafkalike.broker import admin_quotas, admin_scram
+from kafkalike.broker import admin_configs, admin_quotas, admin_scram, broker_loggers, topic_configs
+from kafkalike.broker.admin_configs import ConfigDescription, ConfigResult, IncrementalOp
+from kafkalike.broker.admin_errors import AdminError, invalid_config_value
 from kafkalike.broker.admin_quotas import (QuotaAlteration, QuotaAlterationResult, QuotaDescription,
                                            QuotaFilterComponent)
 from kafkalike.broker.admin_scram import (ScramAlterationResult, ScramDeletion, ScramUpsertion,
                                           UserScramCredentials)
-from kafkalike.broker.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfig
+from kafkalike.broker.dynamic_config import (DEFAULT_ENTITY, DynamicBrokerConfig, describe_broker_entries,
+                                             describe_default_entries)
+from kafkalike.common.resources import ResourceType
 from kafkalike.common.assignment import InvalidPartitions, InvalidReplicationFactor, assign_replicas
 from kafkalike.common.topics import INTERNAL_TOPICS, InvalidTopicName, collides, validate
 from kafkalike.protocol.errors import ErrorCode
@@ -54,19 +59,6 @@ class TopicResult:
     num_partitions: int = -1
     replication_factor: int = -1
     topic_id: object = None
-
-
-class AdminError(Exception):
-    def __init__(self, code: ErrorCode, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def invalid_config_value(resource_type: str, name: str, error: Exception) -> AdminError:
-    """ZkAdminManager's answer to a ConfigException: INVALID_REQUEST, resource and cause."""
-    return AdminError(ErrorCode.INVALID_REQUEST,
-                      f"Invalid config value for resource ConfigResource(type={resource_type}, name='{name}'): {error}")
 
 
 class _Waiter:
@@ -359,6 +351,75 @@ class AdminManager:
     def _require_topic(self, name: str) -> None:
         if not self.cache.contains(name):
             raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
+
+    # -- DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, one resource each ----------
+    # (the handler authorizes each resource just before its call, as it always has)
+
+    @property
+    def broker_id(self) -> int:
+        """This broker's id, as its dynamic config levels know it."""
+        return self.dynamic.broker_id
+
+    async def describe_configs(self, resource_type: int, name: str, keys: Sequence[str] | None) -> ConfigDescription:
+        """ConfigHelper.describeConfigs of one resource: every key, or those in `keys` (a
+        null or empty list asks for every key, as in Kafka)."""
+        wanted = set(keys) if keys else None
+        try:
+            if resource_type == ResourceType.TOPIC:
+                overrides = await self.topic_overrides(name)
+                effective = self.topic_configs.parse(overrides, strict=False)
+                entries = [admin_configs.topic_entry(e)
+                           for e in topic_configs.describe(self.config, overrides, effective)]
+            elif resource_type == ResourceType.BROKER:
+                default = admin_configs.described_broker_is_default(self.broker_id, name)
+                described = describe_default_entries(self.config) if default else describe_broker_entries(self.config)
+                entries = [admin_configs.broker_entry(e) for e in described]
+            elif resource_type == ResourceType.BROKER_LOGGER:
+                entries = [admin_configs.logger_entry(logger, level)
+                           for logger, level in broker_loggers.describe(self.broker_id, name, wanted)]
+            else:
+                raise AdminError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {resource_type}")
+        except AdminError as exc:
+            return ConfigDescription(exc.code, exc.message)
+        return ConfigDescription(entries=[e for e in entries if wanted is None or e.name in wanted])
+
+    async def alter_configs(self, resource_type: int, name: str, configs: Sequence[tuple[str, str | None]],
+                            validate_only: bool) -> ConfigResult:
+        """ZkAdminManager.alterConfigs of one resource: its whole set of overrides (a topic)
+        or dynamic configs (a broker level) replaced by `configs`."""
+        try:
+            props = admin_configs.check_no_nulls(configs)
+            if resource_type == ResourceType.TOPIC:
+                await self.alter_topic_config(name, lambda current: props, validate_only)
+            elif resource_type == ResourceType.BROKER:
+                await self.alter_broker_config(name, lambda current: props, validate_only, incremental=False)
+            else:
+                raise admin_configs.unsupported_alteration(resource_type)
+        except AdminError as exc:
+            return admin_configs.refused(exc)
+        return ConfigResult()
+
+    async def incremental_alter_configs(self, resource_type: int, name: str, ops: Sequence[IncrementalOp],
+                                        validate_only: bool) -> ConfigResult:
+        """ZkAdminManager.incrementalAlterConfigs of one resource: `ops` applied to what is
+        set now (prepareIncrementalConfigs); a broker logger's level changes in this process only."""
+        try:
+            admin_configs.check_incremental(ops)
+            if resource_type == ResourceType.TOPIC:
+                await self.alter_topic_config(
+                    name, lambda current: admin_configs.prepare_incremental(ops, current, admin_configs.topic_key_type),
+                    validate_only)
+            elif resource_type == ResourceType.BROKER:
+                await self.alter_broker_config(
+                    name, lambda current: admin_configs.prepare_incremental(ops, current, admin_configs.broker_key_type),
+                    validate_only, incremental=True)
+            elif resource_type == ResourceType.BROKER_LOGGER:
+                broker_loggers.alter(self.broker_id, name, ops, validate_only)
+            else:
+                raise admin_configs.unsupported_alteration(resource_type)
+        except AdminError as exc:
+            return admin_configs.refused(exc)
+        return ConfigResult()
 
     # -- client quotas ------------------------------------------------------------------
 

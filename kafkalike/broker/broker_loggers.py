@@ -12,7 +12,7 @@ import logging
 from typing import Iterable
 
 from kafkalike.broker import logs
-from kafkalike.broker.admin_manager import AdminError
+from kafkalike.broker.admin_errors import AdminError
 from kafkalike.common.resources import AlterConfigOpType
 from kafkalike.protocol.errors import ErrorCode
 

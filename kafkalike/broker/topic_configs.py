@@ -3,8 +3,8 @@
 A topic's effective value comes from its override in /config/topics/<t> if any, else
 from the broker key that is its synonym (a dynamic per-broker or cluster-default value,
 server.properties, or Kafka's default, in that order). Kafka's DescribeConfigs reports
-that provenance as source and synonyms. Changes are made by the admin manager and the
-configs handler's IncrementalAlterConfigs (handlers/configs.py).
+that provenance as source and synonyms. Changes are made by the admin manager
+(AlterConfigs and IncrementalAlterConfigs, admin_configs.py).
 """
 from __future__ import annotations
 

@@ -14,8 +14,9 @@ from kafkalike.broker.config_changes import CHANGE_EXPIRATION_MS, ConfigChangeLi
 from kafkalike.broker.dynamic_config import (ALL_DYNAMIC_CONFIGS, DynamicBrokerConfig, PasswordEncoder,
                                              describe_broker_entries, describe_default_entries, scala_set,
                                              validate_configs)
-from kafkalike.broker.handlers.configs import APPEND, DELETE, SET, SUBTRACT, _broker_key_type, _topic_key_type
-from kafkalike.broker.handlers.configs import prepare_incremental
+from kafkalike.broker.admin_configs import APPEND, DELETE, SET, SUBTRACT, prepare_incremental
+from kafkalike.broker.admin_configs import broker_key_type as _broker_key_type
+from kafkalike.broker.admin_configs import topic_key_type as _topic_key_type
 from kafkalike.common.config_def import ConfigError
 from kafkalike.common.resources import ConfigSource
 from kafkalike.protocol.errors import ErrorCode
