@@ -21,6 +21,22 @@ def script(name: str, *args: str, log_dir) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / name), *args], env=env, capture_output=True, text=True, timeout=60)
 
 
+def brokers_running(config) -> list[int]:
+    """Pids of broker processes started on this properties file."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"kafkalike.broker.main" in args and str(config).encode() in args:
+            found.append(int(entry))
+    return found
+
+
 def test_stop_stops_the_brokers_of_its_log_dir_and_no_other(fresh_broker, zk_chroot, shm_path):
     [port] = free_ports(1)
     data, logs = shm_path / "data", shm_path / "logs"
@@ -40,5 +56,8 @@ def test_stop_stops_the_brokers_of_its_log_dir_and_no_other(fresh_broker, zk_chr
     assert (data / ".kafka_cleanshutdown").exists()
     # The broker of another LOG_DIR (the fixture's) was left alone.
     assert fresh_broker.is_running()
+    # "shut down completed" is logged just before the process exits; under load it can
+    # still be there a moment later, and the script would rightly find it.
+    wait_for(lambda: not brokers_running(config), 30, "the daemon broker's process to exit")
     again = script("kafka-server-stop.sh", log_dir=logs)
     assert (again.returncode, again.stdout) == (1, "No kafka server to stop\n")
