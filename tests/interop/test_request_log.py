@@ -97,8 +97,17 @@ def test_request_log_at_debug_names_every_request_and_is_empty_by_default(two_br
     assert sasl.flush(30) == 0
 
     log = debug.app_log_dir / "kafka-request.log"
-    deadline = time.monotonic() + 10          # the last answers are logged once written
-    while time.monotonic() < deadline and '"requestApiKeyName":"FETCH"' not in log.read_text():
+    deadline = time.monotonic() + 30          # the last answers are logged once written
+
+    def sasl_produce_logged() -> bool:
+        try:
+            lines = request_lines(log)
+        except (AssertionError, ValueError):      # a line being written
+            return False
+        return any(line["listener"] == "SASL_PLAINTEXT" and line["requestHeader"]["requestApiKeyName"] == "PRODUCE"
+                   for line in lines)
+    while time.monotonic() < deadline and not ('"requestApiKeyName":"FETCH"' in log.read_text()
+                                               and sasl_produce_logged()):
         time.sleep(0.2)
     lines = request_lines(log)
     by_api: dict[str, list[dict]] = {}
