@@ -118,6 +118,12 @@ class RequestContext:
         return getattr(connection, "principal", "User:ANONYMOUS")
 
     @property
+    def listener_name(self) -> str:
+        """The listener the request came in on (Kafka's request.context.listenerName);
+        PLAINTEXT for a request that came through none (tests)."""
+        return getattr(getattr(self.connection, "factory", None), "listener_name", "PLAINTEXT")
+
+    @property
     def authorizer(self) -> Authorizer:
         """Who may do what (broker/authorizer): one check at the start of each handler."""
         from kafkalike.broker.authorizer import ALLOW_ALL

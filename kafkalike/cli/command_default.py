@@ -13,14 +13,10 @@ from typing import Callable, Mapping, Sequence, TextIO
 
 from kafkalike.cli import joptions
 from kafkalike.cli.joptions import (KAFKA_COMMIT_ID, KAFKA_VERSION, Dialect, JavaError, Option, ParsedArgs,
-                                    UsageError)
+                                    UsageError, VersionRequested)
 
 DIALECT = Dialect(error=JavaError, convert_at_parse=False, flag_values=False, abbreviations=False)
 HELP_OPTIONS = (Option("help", "Print usage information."), Option("version", "Display Kafka version."))
-
-
-class VersionRequested(Exception):
-    pass
 
 
 def with_defaults(*options: Option) -> dict[str, Option]:

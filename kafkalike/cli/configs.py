@@ -24,7 +24,8 @@ import sys
 from typing import Sequence, TextIO
 
 from kafkalike.cli import joptions
-from kafkalike.cli.joptions import ILLEGAL_ARGUMENT, Dialect, JavaError, Option, ParsedArgs, UsageError
+from kafkalike.cli.joptions import (ILLEGAL_ARGUMENT, Dialect, JavaError, Option, ParsedArgs, UsageError,
+                                    VersionRequested)
 from kafkalike.cli.tool_main import run_tool
 from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.properties import load as load_properties
@@ -46,10 +47,6 @@ SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 SCRAM_MIN_ITERATIONS = 4096
 DEFAULT_SCRAM_ITERATIONS = 4096
 IP_QUOTAS = {"connection_creation_rate": "INT"}
-
-
-class VersionRequested(Exception):
-    """--version: print Kafka's version and exit 0."""
 
 
 def _valid_configs_text() -> str:

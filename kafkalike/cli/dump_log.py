@@ -33,7 +33,8 @@ from crc32c import crc32c
 
 from kafkalike.cli import joptions
 from kafkalike.cli.dump_log_decoders import PARSERS, MessageParser
-from kafkalike.cli.joptions import KAFKA_COMMIT_ID, KAFKA_VERSION, Dialect, JavaError, Option, ParsedArgs, options_table
+from kafkalike.cli.joptions import (KAFKA_COMMIT_ID, KAFKA_VERSION, Dialect, JavaError, Option, ParsedArgs,
+                                    VersionRequested, options_table)
 
 from kafkalike.records import compression as codecs
 from kafkalike.records.batch import MIN_ENTRY_SIZE, RecordBatch, TIMESTAMP_TYPE_NAMES
@@ -532,10 +533,6 @@ class _Usage(Exception):
     """CommandLineUtils.printUsageAndDie: the message, then the option table, on stderr; exit 1."""
 
 
-class _Version(Exception):
-    """CommandLineUtils.printVersionAndDie: the version on stdout; exit 0."""
-
-
 def _decoder(args: ParsedArgs, option: str) -> Callable[[bytes], str]:
     """CoreUtils.createObject of the named decoder class (only when a data log is dumped)."""
     name = args.value(option) or STRING_DECODER
@@ -550,7 +547,7 @@ def parse_args(argv) -> Options:
     if not argv or args.has("help"):
         raise _Usage(DESCRIPTION)
     if args.has("version"):
-        raise _Version()
+        raise VersionRequested()
     if not args.has("files"):
         raise _Usage(f'Missing required argument "{OPTIONS["files"]}"')
     print_data_log = args.has("print-data-log") or any(
@@ -576,7 +573,7 @@ def main(argv=None) -> int:
         err.write(f"{usage}\n{joptions.format_help(OPTIONS, DIALECT)}")
         err.flush()
         raise SystemExit(1) from None
-    except _Version:
+    except VersionRequested:
         out.write(f"{KAFKA_VERSION} (Commit:{KAFKA_COMMIT_ID})\n")
         return 0
     except JavaError as error:  # jopt's exception escapes main: the JVM prints it, exit 1

@@ -105,6 +105,11 @@ class UsageError(Exception):
     """Printed, followed by the option table, then exit 1 (CommandLineUtils.printUsageAndDie)."""
 
 
+class VersionRequested(Exception):
+    """--version: the tool prints Kafka's version and exits 0, whatever else was asked
+    (CommandLineUtils.printVersionAndDie)."""
+
+
 def _usage_error(java_class: str, message: str) -> Exception:
     return UsageError(message)
 
@@ -362,5 +367,5 @@ def tools_error_line(message: str, logger: str, trace: str) -> str:
 
 
 __all__ = ["ADMIN_LOGGERS", "CONSOLE", "Dialect", "JavaError", "KAFKA_COMMIT_ID", "KAFKA_VERSION", "Option", "ParsedArgs",
-           "ToolsLayout", "UsageError", "format_help", "log_stamp", "options_table", "parse_args", "parse_key_values",
+           "ToolsLayout", "UsageError", "VersionRequested", "format_help", "log_stamp", "options_table", "parse_args", "parse_key_values",
            "resolve", "setup_tools_logging", "throwable", "tools_error_line", "tools_logging"]

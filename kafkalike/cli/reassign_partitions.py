@@ -87,15 +87,6 @@ class UsageFailure(Exception):
     """CommandLineUtils.printUsageAndDie: the message and the option table on stderr, exit 1."""
 
 
-class Escaped(Exception):
-    """An exception thrown before main's try (option checks): the JVM prints it on stderr."""
-
-    def __init__(self, java_class: str, message: str) -> None:
-        super().__init__(message)
-        self.java_class = java_class
-        self.message = message
-
-
 def _frames(error: BaseException) -> list[str]:
     return [f"\tat {os.path.splitext(os.path.basename(f.filename))[0]}.{f.name}"
             f"({os.path.basename(f.filename)}:{f.lineno})"
@@ -238,7 +229,7 @@ def validate_and_parse_args(argv: Sequence[str]) -> tuple[ParsedArgs, str | None
     if not opts.has("bootstrap-server"):
         for name in BOOTSTRAP_SERVER_ONLY:
             if opts.has(name):
-                raise Escaped(RUNTIME, f'You must specify --bootstrap-server when using "[{name}]"')
+                raise JavaError(RUNTIME, f'You must specify --bootstrap-server when using "[{name}]"')
     return opts, action
 
 
@@ -605,7 +596,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     except UsageFailure as usage:
         err.write(f"{usage}\n{format_help()}")
         return 1
-    except (JavaError, Escaped) as error:
+    except JavaError as error:     # thrown before main's try (option checks): the JVM prints it
         err.write(f'Exception in thread "main" {error.java_class}: {error.message}\n')
         return 1
     if action is None:

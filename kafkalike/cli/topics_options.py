@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence, TextIO
 
 from kafkalike.cli import joptions
-from kafkalike.cli.joptions import ILLEGAL_ARGUMENT, Dialect, JavaError, Option, ParsedArgs, UsageError
+from kafkalike.cli.joptions import (ILLEGAL_ARGUMENT, Dialect, JavaError, Option, ParsedArgs, UsageError,
+                                    VersionRequested)
 from kafkalike.common.topics import INTERNAL_TOPICS, include_list_regex
 from kafkalike.storage.config import CONFIG_KEYS, KEYS_BY_NAME, LogConfig
 
@@ -24,10 +25,6 @@ from kafkalike.storage.config import CONFIG_KEYS, KEYS_BY_NAME, LogConfig
 ADMIN_OPERATION = "kafka.admin.AdminOperationException"
 KAFKA_ERRORS = "org.apache.kafka.common.errors."
 CONFIG_EXCEPTION = "org.apache.kafka.common.config.ConfigException"
-
-
-class VersionRequested(Exception):
-    """--version: print Kafka's version and exit 0, whatever else was asked."""
 
 
 # -- options, parsed by joptions the way jopt-simple parses them ---------------------------

@@ -151,7 +151,7 @@ class ConsumerCoordinator:
         self._closed = False
         # Java's coordinator metrics (commit, join, sync, rebalance, heartbeat latencies).
         self.sensors = sensors if sensors is not None else CoordinatorMetrics(
-            Metrics("consumer"), lambda: len(subscriptions.assignment))
+            Metrics("consumer"), lambda: len(subscriptions.assignment), clock=clock)
         self._rebalance_started = 0.0
         self._join_sent = 0.0
         self._heartbeat_sent = 0.0
@@ -345,7 +345,7 @@ class ConsumerCoordinator:
                     sensors = self.sensors
                     sensors.sync.record((now - self._join_sent) * 1000)
                     sensors.rebalance.record((now - self._rebalance_started) * 1000)
-                    sensors.last_rebalance = time.monotonic()
+                    sensors.last_rebalance = self.clock()
                     self._joining = False
                     self._join_complete(assigned)
                     return True
@@ -709,7 +709,7 @@ class ConsumerCoordinator:
                                        member_id=self.member_id, group_instance_id=self.group_instance_id)
             future = self.net.send(self.coordinator, request)
             self._heartbeat_sent = now
-            self.sensors.last_heartbeat = time.monotonic()
+            self.sensors.last_heartbeat = self.clock()
         future.add_callback(self._heartbeat_done)
 
     def _heartbeat_done(self, response, error) -> None:

@@ -513,8 +513,12 @@ class FetchMetrics:
 class CoordinatorMetrics:
     """ConsumerCoordinator's and AbstractCoordinator's group metrics."""
 
-    def __init__(self, metrics: Metrics, assigned: Callable[[], float]) -> None:
+    def __init__(self, metrics: Metrics, assigned: Callable[[], float],
+                 clock: Callable[[], float] | None = None) -> None:
+        """`clock` is the coordinator's, which stamps last_rebalance and last_heartbeat
+        (seconds, monotonic); the "seconds ago" gauges read it too."""
         self.metrics = m = metrics
+        now = clock if clock is not None else (lambda: _monotonic())
         g = COORDINATOR
         self.commit = m.sensor("commit-latency")[0]
         m.add_stat(self.commit, "avg", m.name("commit-latency-avg", g, "The average time taken for a commit request"))
@@ -547,9 +551,9 @@ class CoordinatorMetrics:
         self.last_rebalance: float | None = None
         self.last_heartbeat: float | None = None
         m.gauge(m.name("last-rebalance-seconds-ago", g, "The number of seconds since the last successful rebalance "
-                       "event"), lambda: -1.0 if self.last_rebalance is None else _monotonic() - self.last_rebalance)
+                       "event"), lambda: -1.0 if self.last_rebalance is None else now() - self.last_rebalance)
         m.gauge(m.name("last-heartbeat-seconds-ago", g, "The number of seconds since the last coordinator heartbeat "
-                       "was sent"), lambda: -1.0 if self.last_heartbeat is None else _monotonic() - self.last_heartbeat)
+                       "was sent"), lambda: -1.0 if self.last_heartbeat is None else now() - self.last_heartbeat)
         m.gauge(m.name("assigned-partitions", g, "The number of partitions currently assigned to this consumer"),
                 assigned)
 

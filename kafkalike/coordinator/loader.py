@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable
 
+from kafkalike.common.topics import OFFSETS_TOPIC
 from kafkalike.coordinator.group import CommitRecord
 from kafkalike.coordinator.records import (GroupKey, GroupRecord, OffsetKey, UnknownRecordKey,
                                            decode_group_value, decode_key, decode_offset_value)
@@ -83,7 +84,7 @@ class LoadedPartition:
 class PartitionLoad:
     """One load in progress; `log_of()` returns the partition's log while we still lead it."""
 
-    topic = "__consumer_offsets"
+    topic = OFFSETS_TOPIC
 
     def __init__(self, partition: int, log_of: Callable[[], object | None], reactor,
                  on_done: Callable[["PartitionLoad"], None], slice_bytes: int = SLICE_BYTES):

@@ -433,6 +433,17 @@ def test_the_times_handed_to_the_network_and_the_metadata_come_from_the_clock():
     assert net.metadata.times == [T0 + 7.0, T0 + 7.0] and net.client.times == [T0 + 7.0]
 
 
+def test_the_last_rebalance_and_heartbeat_gauges_read_the_clock():
+    clock = FakeClock()
+    net, subs, coordinator = joined(clock)
+    gauges = coordinator.sensors.metrics
+    assert gauges.value("last-heartbeat-seconds-ago", "consumer-coordinator-metrics") == -1.0
+    tick_at(clock, HeartbeatThread(coordinator), T0 + 3.0)
+    clock.advance(1.5)
+    assert gauges.value("last-rebalance-seconds-ago", "consumer-coordinator-metrics") == 4.5
+    assert gauges.value("last-heartbeat-seconds-ago", "consumer-coordinator-metrics") == 1.5
+
+
 def test_a_retriable_commit_error_is_retried_every_retry_backoff_until_the_timeout():
     clock = FakeClock()
     net, subs, coordinator = joined(clock, OffsetCommitRequest=commit_answer(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))

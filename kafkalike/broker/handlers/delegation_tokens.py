@@ -29,7 +29,7 @@ _SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 
 def listener_protocol(ctx: RequestContext) -> str:
     """The security protocol of the listener the request came in on."""
-    listener = getattr(getattr(ctx.connection, "factory", None), "listener_name", "PLAINTEXT")
+    listener = ctx.listener_name
     config = ctx.config
     mapping = config.listener_security_protocol_map if config is not None else {}
     return mapping.get(listener, listener)

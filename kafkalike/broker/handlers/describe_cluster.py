@@ -9,7 +9,7 @@ from kafkalike.protocol.messages.describe_cluster import DescribeClusterRequest,
 @handler(60)
 def handle_describe_cluster(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
     cache = ctx.metadata
-    listener = ctx.connection.factory.listener_name
+    listener = ctx.listener_name
     brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=b, host=ep.host, port=ep.port, rack=rack)
                for b, ep, rack in cache.broker_endpoints(listener)]
     response = DescribeClusterResponse(error_code=0, cluster_id=ctx.cluster_id,

@@ -87,7 +87,7 @@ def handle_find_coordinator(ctx: RequestContext, request: FindCoordinatorRequest
         return _coordinator_answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     info = cache.partition(topic.name, coordinator.partition_for(request.key))
     broker = cache.brokers.get(info.leader) if info is not None and info.leader >= 0 else None
-    endpoint = broker.endpoint(ctx.connection.factory.listener_name) if broker is not None else None
+    endpoint = broker.endpoint(ctx.listener_name) if broker is not None else None
     if endpoint is None:
         return _coordinator_answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return _coordinator_answer(ErrorCode.NONE, info.leader, endpoint.host, endpoint.port)

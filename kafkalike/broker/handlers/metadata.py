@@ -15,7 +15,7 @@ _Part = MetadataResponse.MetadataResponsePartition
 @handler(3)
 def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     cache = ctx.metadata
-    listener = ctx.connection.factory.listener_name
+    listener = ctx.listener_name
     if request.topics is None or (ctx.version == 0 and not request.topics):
         names = cache.topics()          # all topics (v0 used an empty list for that)
         auto_create = False
