@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from twisted.internet import defer, task
 
@@ -31,12 +31,24 @@ from kafkalike.protocol.messages.fetch import FetchRequest
 
 if TYPE_CHECKING:
     from kafkalike.broker.config import KafkaConfig
-    from kafkalike.broker.replica_manager import ReplicaManager
+    from kafkalike.broker.partition import Partition
+    from kafkalike.broker.purgatory import Purgatory
+    from kafkalike.metrics.stats import ReplicaStats
 
 log = logging.getLogger("kafka.server.ReplicaFetcherThread")
 FETCH_VERSION = 12
 
 TopicPartition = tuple[str, int]
+
+
+class FollowedReplicas(Protocol):
+    """What the fetchers use of the ReplicaManager (which holds them, so they name it
+    only by this shape): the hosted partitions, the bytes-replicated meter, and the fetch
+    purgatory, where consumers reading a follower wait on its high watermark."""
+
+    partitions: dict[TopicPartition, Partition]
+    stats: ReplicaStats
+    fetch_purgatory: Purgatory
 
 
 @dataclass
@@ -47,7 +59,7 @@ class FetchState:
 
 
 class ReplicaFetcher:
-    def __init__(self, broker_id: int, config: KafkaConfig, reactor, replicas: ReplicaManager, leader_id: int,
+    def __init__(self, broker_id: int, config: KafkaConfig, reactor, replicas: FollowedReplicas, leader_id: int,
                  host: str, port: int, quota: ReplicationQuota | None = None):
         self.broker_id = broker_id
         self.reactor = reactor
@@ -256,11 +268,11 @@ class ReplicaFetcherManager:
         self.broker_id = broker_id
         self.config = config
         self.reactor = reactor
-        self.replicas: ReplicaManager | None = None
+        self.replicas: FollowedReplicas | None = None
         self.quota = quota           # the follower side of the replication throttle
         self.fetchers: dict[int, ReplicaFetcher] = {}
 
-    def attach(self, replicas: ReplicaManager) -> None:
+    def attach(self, replicas: FollowedReplicas) -> None:
         self.replicas = replicas
 
     def add(self, tp: TopicPartition, leader_id: int, host: str, port: int, leader_epoch: int) -> None:
