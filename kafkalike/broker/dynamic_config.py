@@ -121,7 +121,9 @@ LISTENER_CONFIGS = frozenset({"listeners", "advertised.listeners", "listener.sec
 ZK_UPDATABLE_WHILE_RUNNING = frozenset(QUOTA_CONFIGS)
 
 # How this broker applies each dynamic key (docs/operations.md, "Dynamic configs").
-APPLIED_LIVE = LOG_CONFIGS | {"log.cleaner.backoff.ms", LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE}
+APPLIED_LIVE = LOG_CONFIGS | {"log.cleaner.threads", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
+                              "log.cleaner.io.buffer.load.factor", "log.cleaner.io.max.bytes.per.second",
+                              LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE, ALTER_LOG_DIRS_IO_MAX_BYTES}
 
 
 def scala_set(names: Iterable[str]) -> str:
@@ -219,6 +221,18 @@ def validate_thread_pools(old: KafkaConfig, new: KafkaConfig) -> None:
             raise ConfigError(f"{message}, value should be at least half the current value {current}")
         if value > current * 2:
             raise ConfigError(f"{message}, value should not be greater than double the current value {current}")
+
+
+def validate_cleaner_threads(old: KafkaConfig, new: KafkaConfig) -> None:
+    """LogCleaner.validateReconfiguration, for a change of any cleaner key: at least one
+    thread, and at least half (integer division) and at most double the current count."""
+    threads, current = new.get("log.cleaner.threads"), old.get("log.cleaner.threads")
+    if threads < 1:
+        raise ConfigError("Log cleaner threads should be at least 1")
+    if threads < current // 2:
+        raise ConfigError(f"Log cleaner threads cannot be reduced to less than half the current value {current}")
+    if threads > current * 2:
+        raise ConfigError(f"Log cleaner threads cannot be increased to more than double the current value {current}")
 
 
 def validate_listeners(old: KafkaConfig, new: KafkaConfig) -> None:
@@ -447,6 +461,8 @@ class DynamicBrokerConfig:
         try:
             if changed & set(THREAD_POOL_CONFIGS):
                 validate_thread_pools(self.config, merged)
+            if changed & CLEANER_CONFIGS and self.config.get("log.cleaner.enable"):
+                validate_cleaner_threads(self.config, merged)     # the broker has a LogCleaner
             if changed & LISTENER_CONFIGS:
                 validate_listeners(self.config, merged)
         except ConfigError as exc:

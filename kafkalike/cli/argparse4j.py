@@ -1,12 +1,13 @@
-"""The command line of the tools Kafka writes with argparse4j: kafka-verifiable-producer and
-kafka-verifiable-consumer.
+"""The command line of the tools Kafka writes with argparse4j: kafka-verifiable-producer,
+kafka-verifiable-consumer and kafka-producer-perf-test.
 
-Kafka's Scala tools read their options with jopt-simple (kafkalike.cli.joptions); these two
+Kafka's Scala tools read their options with jopt-simple (kafkalike.cli.joptions); these
 Java tools use argparse4j, a port of Python's argparse, so they stay on argparse, with
 argparse4j's habits where a script can see them: a bad command line prints the usage line
 and `<prog>: error: <message>` on stderr and ends with status 1 (the tools' catch of
 ArgumentParserException), and the messages are argparse4j's (`argument --topic is
-required`, `could not convert 'x' to Integer (For input string: "x")`, ...).
+required`, for the first missing argument only; `could not convert 'x' to Integer (For
+input string: "x")`, ...).
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import re
 import sys
 from typing import Any, Callable, NoReturn
 
-_REQUIRED = re.compile(r"the following arguments are required: ([^,]+)")
+# Python lists every missing argument ("A, B"); argparse4j stops at the first one.
+_REQUIRED = re.compile(r"the following arguments are required: ([^,]+)(?:, .*)?", re.DOTALL)
 _UNRECOGNIZED = re.compile(r"unrecognized arguments: (.*)")
 
 

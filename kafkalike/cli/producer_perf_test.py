@@ -2,14 +2,20 @@
 
 Same command line (argparse4j: --topic, --num-records, --record-size or --payload-file,
 --payload-delimiter, --throughput, --producer-props, --producer.config, --print-metrics,
---transactional-id; --transaction-duration-ms > 0 is refused: kafkalike's producer has no
-transactions) and the same output: every 5 seconds
+--transactional-id, --transaction-duration-ms) and the same output: every 5 seconds
 `N records sent, X records/sec (Y MB/sec), Z ms avg latency, W ms max latency.` and at the
 end `N records sent, X records/sec (Y MB/sec), Z ms avg latency, W ms max latency, a ms 50th,
 b ms 95th, c ms 99th, d ms 99.9th.`, with Java's printf formats. The payload is Kafka's:
 `--record-size` bytes of random capital letters from a generator seeded 0, or a random
 line of `--payload-file` per record. Latency is from send() to the completion callback,
 in whole milliseconds; percentiles come from at most 500,000 sampled latencies.
+
+With --transaction-duration-ms above 0 the producer is transactional, as 2.8's: its
+transactional.id is --transactional-id (over any in the properties), init_transactions()
+comes first, a transaction begins before the first record of each, and it is committed
+once a send starts --transaction-duration-ms or more after its transaction began (the
+check follows each send, so a transaction holds at least one record); the last one is
+committed after the loop.
 
 Beyond Kafka: `--histogram FILE.png` writes a histogram of the sampled latencies as a PNG,
 drawn here (no plotting library): bars over the latency range, axes, and the 50th/99th
@@ -191,6 +197,8 @@ def producer_config(args: argparse.Namespace, parser: ArgumentParser) -> dict[st
         config.update(parse_key_values(args.producer_props))
     config["key.serializer"] = BYTES_SERIALIZER
     config["value.serializer"] = BYTES_SERIALIZER
+    if args.transaction_duration_ms > 0:           # ProducerPerformance.readProps
+        config["transactional.id"] = args.transactional_id
     return config
 
 
@@ -255,20 +263,31 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             err.write('Exception in thread "main" java.lang.IllegalArgumentException: File does not contain any '
                       'payload\n')
             return 1
-    if args.transaction_duration_ms > 0:
-        err.write("--transaction-duration-ms: kafkalike's producer has no transactions\n")
-        return 1
+    transactions = args.transaction_duration_ms > 0
     producer = KafkaProducer(config)
+    if transactions:
+        producer.init_transactions()
     stats = Stats(args.num_records, 5000, out)
     start_ms = _now_ms()
     throttler = Throttler(args.throughput, start_ms)
     pick = random.Random(0)
+    transaction_size = 0
+    transaction_start = 0
     for i in range(args.num_records):
+        if transactions and transaction_size == 0:
+            producer.begin_transaction()
+            transaction_start = _now_ms()
         payload = payloads[pick.randrange(len(payloads))] if len(payloads) > 1 else payloads[0]
         send_start = _now_ms()
         producer.send(args.topic, payload, callback=stats.next_completion(send_start, len(payload)))
+        transaction_size += 1
+        if transactions and args.transaction_duration_ms <= send_start - transaction_start:
+            producer.commit_transaction()
+            transaction_size = 0
         if throttler.should_throttle(i, send_start):
             throttler.throttle(i)
+    if transactions and transaction_size != 0:
+        producer.commit_transaction()
     if args.print_metrics:
         producer.flush()
         stats.print_total()

@@ -39,8 +39,10 @@ offsets reach into every old one: a recovered `.swap` replaces the segments whos
 offsets lie in its offset range, and a shorter range would leave a stale old segment
 behind.
 
-Threading: `LogCleaner` runs passes in one background thread (or call `clean_once`
-from any thread that may block). Appends go on meanwhile: only inactive segments are
+Threading: `LogCleaner` runs passes in log.cleaner.threads background threads (or call
+`clean_once` from any thread that may block); each thread claims the log it cleans, so
+two threads never clean the same log at once, as Kafka's LogCleanerManager marks a log
+in progress. Appends go on meanwhile: only inactive segments are
 read, through duplicated descriptors taken under the log's lock, and the swap takes
 the lock briefly. A pass is abandoned (and its `.cleaned` files removed) if the log is
 closed, truncated, or loses a segment to retention while it runs.
@@ -63,12 +65,14 @@ import logging
 import os
 import struct
 import threading
+import time
 import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
 
 from crc32c import crc32c
 
+from kafkalike.common.config_def import DOUBLE_MAX
 from kafkalike.records.batch import BatchBuilder, RecordBatch, decode_batches
 from kafkalike.records.legacy import LegacyBatch, legacy_messages
 from kafkalike.records.header import CODEC_MASK, HEADER_SIZE, LOG_OVERHEAD, BatchHeader
@@ -269,6 +273,7 @@ class Cleaner:
     """Compacts one log at a time; holds the offset map between passes to reuse it."""
 
     def __init__(self, *, map_capacity: int, clock: Callable[[], int],
+                 throttle: Callable[[int], None] = lambda size: None,
                  read_chunk_bytes: int = DEFAULT_READ_CHUNK_BYTES,
                  should_stop: Callable[[], bool] = lambda: False,
                  hook: StepHook | None = None) -> None:
@@ -277,6 +282,7 @@ class Cleaner:
         self._chunk = read_chunk_bytes
         self._should_stop = should_stop
         self._hook = hook
+        self._throttle = throttle      # log.cleaner.io.max.bytes.per.second: bytes read and written
 
     # ---------------------------------------------------------------- entry
     def clean(self, plan: LogToClean) -> CleanResult:
@@ -359,6 +365,7 @@ class Cleaner:
                 raise CorruptRecordError(f"segment {view.base_offset} ends early at {position}")
             size = int.from_bytes(head[8:12], "big", signed=True) + LOG_OVERHEAD
             buf = os.pread(fd, min(end - position, max(self._chunk, size)), position)
+            self._throttle(len(buf))
             consumed = 0
             for batch in decode_batches(buf, verify_crc=verify_crc):
                 if not isinstance(batch, RecordBatch):
@@ -501,6 +508,7 @@ class Cleaner:
                         dest.append(header.last_offset, max_timestamp, header.last_offset, [data],
                                     len(data))
                         stats.bytes_written += len(data)
+                        self._throttle(len(data))
                         stats.messages_written += count
                         wrote = True
                 if i == last_with_data and not wrote and last_header is not None:
@@ -547,39 +555,96 @@ def _is_last_of_producer(header, producers: Mapping[int, tuple[int, int]]) -> bo
     return header.is_control and header.producer_epoch == epoch
 
 
+class Throttler:
+    """Kafka's Throttler (throttleDown, checked every 300 ms), shared by every cleaner
+    thread: once a check period has passed, if the bytes observed in it came faster than
+    `rate` per second, the caller sleeps until they would not have (holding the lock, so
+    the other threads wait too: the rate is for them all). `rate` may change at any time;
+    `sleep(seconds)` is the cleaner's stop event's wait, so a stop never waits for it."""
+
+    def __init__(self, rate: float = DOUBLE_MAX, *, check_interval_s: float = 0.3,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], object] = time.sleep) -> None:
+        self.rate = rate
+        self.check_interval_s = check_interval_s
+        self._clock = clock
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._period_start = clock()
+        self._observed = 0.0
+
+    def maybe_throttle(self, observed: float) -> None:
+        rate = self.rate
+        if rate >= DOUBLE_MAX:
+            return                             # Kafka's default: no limit
+        with self._lock:
+            self._observed += observed
+            now = self._clock()
+            elapsed = now - self._period_start
+            if elapsed > self.check_interval_s and self._observed > 0:
+                if self._observed / elapsed > rate:
+                    nap = self._observed / rate - elapsed
+                    if nap > 0:
+                        log.debug("Natural rate is %f per second but desired rate is %f, sleeping for %d ms "
+                                  "to compensate.", self._observed / elapsed, rate, nap * 1000)
+                        self._sleep(nap)
+                self._period_start = self._clock()
+                self._observed = 0.0
+
+
 class LogCleaner:
-    """The background cleaner of a broker's compacted logs (Kafka's LogCleaner, one thread).
+    """The background cleaner of a broker's compacted logs (Kafka's LogCleaner).
 
     `logs` is a LogManager (its `logs` are read on each pass, so new partitions join), a
     mapping of TopicPartition to Log, or an iterable of logs. Each pass cleans the
-    dirtiest eligible log and records how far it got in its log dir's
-    `cleaner-offset-checkpoint`. `start()` runs passes in a daemon thread, resting
-    log.cleaner.backoff.ms when there is nothing to do; `clean_once()` runs one pass in
-    the caller's thread (blocking: never on the reactor).
+    dirtiest eligible log that no other pass is cleaning and records how far it got in
+    its log dir's `cleaner-offset-checkpoint`. `start()` runs `threads` passes at a time,
+    one per thread (`kafka-log-cleaner-thread-<n>`), each with its own offset map of
+    dedupe_buffer_size / threads bytes, all sharing one I/O throttle of
+    `io_max_bytes_per_second`; a thread rests log.cleaner.backoff.ms when there is
+    nothing for it to do. `reconfigure()` takes new values live, as Kafka 2.8's
+    LogCleaner.reconfigure: new thread count or map sizes restart the threads.
+    `clean_once()` runs one pass in the caller's thread (blocking: never on the reactor).
     """
 
     def __init__(self, logs: "LogManager | Mapping[TopicPartition, Log] | Iterable[Log]", *,
                  clock: Callable[[], int] | None = None,
+                 threads: int = 1,
                  backoff_ms: int = DEFAULT_BACKOFF_MS,
                  dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER_SIZE,
                  io_buffer_load_factor: float = DEFAULT_IO_BUFFER_LOAD_FACTOR,
+                 io_max_bytes_per_second: float = DOUBLE_MAX,
                  read_chunk_bytes: int = DEFAULT_READ_CHUNK_BYTES,
                  hook: StepHook | None = None) -> None:
         self._source = logs
         self._clock = clock or wall_clock_ms
+        self.num_threads = threads
         self.backoff_ms = backoff_ms
+        self.dedupe_buffer_size = dedupe_buffer_size
+        self.io_buffer_load_factor = io_buffer_load_factor
+        self._read_chunk_bytes = read_chunk_bytes
+        self._hook = hook
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._pass_lock = threading.Lock()
+        self.throttler = Throttler(io_max_bytes_per_second, sleep=self._stop.wait)
+        self._threads: list[threading.Thread] = []
+        self._lifecycle = threading.Lock()         # start, stop and reconfigure, one at a time
+        self._plan_lock = threading.Lock()         # choosing and claiming a log, one thread at a time
+        self._in_progress: set[TopicPartition] = set()
         self.checkpoints = CleanerCheckpoints()
         self._truncations_seen: weakref.WeakKeyDictionary[Log, int] = weakref.WeakKeyDictionary()
         self._uncleanable: weakref.WeakSet[Log] = weakref.WeakSet()
-        capacity = max(1, int(dedupe_buffer_size // BYTES_PER_MAP_ENTRY * io_buffer_load_factor))
-        self.cleaner = Cleaner(map_capacity=capacity, clock=self._clock,
-                               read_chunk_bytes=read_chunk_bytes, should_stop=self._stop.is_set,
-                               hook=hook)
+        self.cleaner = self._new_cleaner()          # clean_once's
         for directory in self._log_dirs():
             self.checkpoints.open(directory)
+
+    def _new_cleaner(self) -> Cleaner:
+        """A thread's Cleaner: its share of log.cleaner.dedupe.buffer.size (at most 2 GB,
+        as Kafka's), log.cleaner.io.buffer.load.factor of it filled at most."""
+        memory = min(self.dedupe_buffer_size // max(self.num_threads, 1), _INT32_MAX)
+        capacity = max(1, int(memory // BYTES_PER_MAP_ENTRY * self.io_buffer_load_factor))
+        return Cleaner(map_capacity=capacity, clock=self._clock, throttle=self.throttler.maybe_throttle,
+                       read_chunk_bytes=self._read_chunk_bytes, should_stop=self._stop.is_set,
+                       hook=self._hook)
 
     # ---------------------------------------------------------------- logs
     def _logs(self) -> dict[TopicPartition, Log]:
@@ -609,13 +674,22 @@ class LogCleaner:
         """Whether a pass over this log failed; it is skipped until the log is reloaded."""
         return item in self._uncleanable
 
+    def in_progress(self) -> set[TopicPartition]:
+        """The logs being cleaned right now (Kafka's LogCleaningInProgress)."""
+        with self._plan_lock:
+            return set(self._in_progress)
+
     # ---------------------------------------------------------------- passes
     def grab_filthiest(self) -> LogToClean | None:
-        """Plan every compacted log and pick the dirtiest worth cleaning (no I/O but headers)."""
+        """Plan every compacted log and pick the dirtiest worth cleaning (no I/O but headers).
+
+        Logs another pass is cleaning are left out. The caller holds the plan lock and
+        claims what it gets (grab_and_claim), or runs alone."""
         now = self._clock()
         candidates = []
         for tp, item in self._logs().items():
-            if not item.config.compact or item.closed or item in self._uncleanable:
+            if (not item.config.compact or item.closed or item in self._uncleanable
+                    or tp in self._in_progress):
                 continue
             directory = log_dir_of(item)
             if item.truncation_count != self._truncations_seen.get(item, 0):
@@ -633,24 +707,38 @@ class LogCleaner:
             candidates.append(plan)
         return filthiest(candidates)
 
-    def clean_once(self) -> CleanResult | None:
-        """One pass: clean the dirtiest eligible log. None when none is eligible."""
-        with self._pass_lock:
+    def grab_and_claim(self) -> LogToClean | None:
+        """The dirtiest log no pass is cleaning, marked in progress until `release`."""
+        with self._plan_lock:
             plan = self.grab_filthiest()
-            if plan is None:
-                return None
-            return self.clean_log(plan)
+            if plan is not None:
+                self._in_progress.add(plan.topic_partition)
+            return plan
 
-    def clean_log(self, plan: LogToClean) -> CleanResult:
+    def release(self, plan: LogToClean) -> None:
+        with self._plan_lock:
+            self._in_progress.discard(plan.topic_partition)
+
+    def clean_once(self, cleaner: Cleaner | None = None) -> CleanResult | None:
+        """One pass: clean the dirtiest eligible log. None when none is eligible."""
+        plan = self.grab_and_claim()
+        if plan is None:
+            return None
+        try:
+            return self.clean_log(plan, cleaner)
+        finally:
+            self.release(plan)
+
+    def clean_log(self, plan: LogToClean, cleaner: Cleaner | None = None, ident: str = "") -> CleanResult:
         """Run a planned pass and checkpoint its end; an aborted pass changes no checkpoint."""
         item, tp = plan.log, plan.topic_partition
         try:
-            result = self.cleaner.clean(plan)
+            result = (cleaner or self.cleaner).clean(plan)
         except CleaningAborted as exc:
-            log.info("[%s] Log cleaning aborted: %s", tp, exc)
+            log.info("%s[%s] Log cleaning aborted: %s", ident, tp, exc)
             return CleanResult(tp, plan.first_dirty_offset, plan.first_dirty_offset, False)
         except Exception:
-            log.exception("[%s] Unexpected error cleaning log %s; marking it uncleanable", tp, item.dir)
+            log.exception("%s[%s] Unexpected error cleaning log %s; marking it uncleanable", ident, tp, item.dir)
             self._uncleanable.add(item)
             return CleanResult(tp, plan.first_dirty_offset, plan.first_dirty_offset, False)
         live = self._logs()
@@ -658,44 +746,96 @@ class LogCleaner:
             self.checkpoints.update(plan.log_dir, tp, result.end_offset, live)
         stats = result.stats
         seconds = max(stats.finished_ms - stats.started_ms, 1) / 1000
-        log.info("[%s] Cleaned offsets [%d, %d): %d of %d bytes kept (%d of %d records), %d "
-                 "segment(s) into %d, %d keys mapped, in %.1f s", tp, result.first_dirty_offset,
+        log.info("%s[%s] Cleaned offsets [%d, %d): %d of %d bytes kept (%d of %d records), %d "
+                 "segment(s) into %d, %d keys mapped, in %.1f s", ident, tp, result.first_dirty_offset,
                  result.end_offset, stats.bytes_written, stats.bytes_read, stats.messages_written,
                  stats.messages_read, stats.segments_replaced, stats.segments_written,
                  stats.map_entries, seconds)
         return result
 
-    # ---------------------------------------------------------------- thread
+    # ---------------------------------------------------------------- threads
     def start(self) -> None:
-        """Run passes in a daemon thread until stop()."""
-        if self._thread is not None and self._thread.is_alive():
-            return
+        """Run passes in `num_threads` daemon threads until stop() (Kafka's startup)."""
+        with self._lifecycle:
+            if self._threads:
+                return
+            self._start_threads()
+
+    def _start_threads(self) -> None:
+        log.info("Starting the log cleaner")
         self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="kafka-log-cleaner-thread-0",
-                                        daemon=True)
-        self._thread.start()
+        for i in range(self.num_threads):
+            name = f"kafka-log-cleaner-thread-{i}"
+            thread = threading.Thread(target=self._run, args=(name, self._new_cleaner()), name=name, daemon=True)
+            self._threads.append(thread)
+            thread.start()
 
     def stop(self, timeout: float | None = None) -> None:
-        """Stop the thread; a pass in progress is abandoned at its next check.
+        """Stop the threads; a pass in progress is abandoned at its next check.
 
         Passes keep aborting until start() is called again, so nothing cleans a log
         that LogManager.shutdown is about to close.
         """
+        with self._lifecycle:
+            self._stop_threads(timeout)
+
+    def _stop_threads(self, timeout: float | None = None) -> None:
+        if self._threads:
+            log.info("Shutting down the log cleaner.")
         self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
+        stopping, self._threads = self._threads, []
+        for thread in stopping:
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+
+    def reconfigure(self, *, threads: int | None = None, dedupe_buffer_size: int | None = None,
+                    io_buffer_load_factor: float | None = None, io_max_bytes_per_second: float | None = None,
+                    backoff_ms: int | None = None) -> None:
+        """New cleaner settings (Kafka's LogCleaner.reconfigure). The I/O rate and the
+        backoff apply at once; a new thread count or map size stops the running threads
+        (abandoning their passes) and starts new ones. A stopped cleaner stays stopped.
+        Joins threads: call it off the reactor."""
+        with self._lifecycle:
+            if io_max_bytes_per_second is not None:
+                self.throttler.rate = io_max_bytes_per_second
+            if backoff_ms is not None:
+                self.backoff_ms = backoff_ms
+            sizes = (self.num_threads, self.dedupe_buffer_size, self.io_buffer_load_factor)
+            if threads is not None:
+                self.num_threads = threads
+            if dedupe_buffer_size is not None:
+                self.dedupe_buffer_size = dedupe_buffer_size
+            if io_buffer_load_factor is not None:
+                self.io_buffer_load_factor = io_buffer_load_factor
+            if (self.num_threads, self.dedupe_buffer_size, self.io_buffer_load_factor) != sizes:
+                self.cleaner = self._new_cleaner()
+                if self._threads:
+                    self._stop_threads()
+                    self._start_threads()
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return any(thread.is_alive() for thread in self._threads)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
+    @property
+    def thread_names(self) -> list[str]:
+        return [thread.name for thread in self._threads if thread.is_alive()]
+
+    def _run(self, name: str, cleaner: Cleaner) -> None:
+        ident = f"[{name}]: "
+        log.info("%sStarting", ident)
+        stop = self._stop
+        while not stop.is_set():
+            result = None
             try:
-                result = self.clean_once()
+                plan = self.grab_and_claim()
+                if plan is not None:
+                    try:
+                        result = self.clean_log(plan, cleaner, ident)
+                    finally:
+                        self.release(plan)
             except Exception:
-                log.exception("Log cleaner pass failed")
-                result = None
+                log.exception("%sLog cleaner pass failed", ident)
             if result is None or not result.completed:
-                self._stop.wait(self.backoff_ms / 1000)
+                stop.wait(self.backoff_ms / 1000)
+        log.info("%sStopped", ident)

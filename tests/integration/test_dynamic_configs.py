@@ -404,3 +404,55 @@ def test_kafka_configs_quotas_and_scram_through_bootstrap_server(cluster):
                         "--describe")
     assert out.splitlines()[0] == "Quota configs for user-principal 'bob' are producer_byte_rate=1048576.0"
     assert re.search(r"SCRAM-SHA-256=iterations=8192", out)
+
+
+def test_log_cleaner_threads_at_start_up_and_live(zk_chroot, shm_path):
+    """log.cleaner.threads from server.properties starts that many cleaner threads, which
+    compact two topics; set live with kafka-configs, the cleaner restarts with the new
+    count (Kafka 2.8's LogCleaner.reconfigure); more than double is refused."""
+    cluster = Cluster(zk_chroot, shm_path, 1, {"log.cleaner.threads": "2", "log.cleaner.backoff.ms": "200"})
+    try:
+        cluster.start()
+        broker = cluster.brokers[0]
+        cleaner_log = broker.app_log_dir / "log-cleaner.log"
+
+        def logged(text: str) -> bool:
+            return cleaner_log.exists() and text in cleaner_log.read_text()
+        wait_until(lambda: logged("[kafka-log-cleaner-thread-1]: Starting"), 20, "two cleaner threads")
+        assert not logged("[kafka-log-cleaner-thread-2]")
+
+        compacted = {"cleanup.policy": "compact", "segment.bytes": "1024", "min.cleanable.dirty.ratio": "0.01"}
+        create_topics(cluster, NewTopic("compact-a", 1, 1, configs=compacted),
+                      NewTopic("compact-b", 1, 1, configs=compacted))
+        from confluent_kafka import Producer
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0})
+        for round_ in range(12):      # a batch a round: the segments roll between batches
+            for topic in ("compact-a", "compact-b"):
+                for k in range(5):
+                    producer.produce(topic, key=b"k%d" % k, value=b"v%d" % round_ * 50)
+            assert producer.flush(30) == 0
+        wait_until(lambda: logged("[compact-a-0] Cleaned offsets") and logged("[compact-b-0] Cleaned offsets"),
+                   60, "both topics to be compacted")
+        cleaned_by = set(re.findall(r"\[(kafka-log-cleaner-thread-\d)\]: \[compact-[ab]-0\] Cleaned",
+                                    cleaner_log.read_text()))
+        assert cleaned_by <= {"kafka-log-cleaner-thread-0", "kafka-log-cleaner-thread-1"} and cleaned_by
+
+        bootstrap = cluster.bootstrap
+        assert tool("--bootstrap-server", bootstrap, "--broker", "0", "--alter", "--add-config",
+                    "log.cleaner.threads=4")[0] == 0
+        wait_until(lambda: logged("[kafka-log-cleaner-thread-3]: Starting"), 20, "four cleaner threads")
+        text = cleaner_log.read_text()
+        assert "Shutting down the log cleaner." in text and "[kafka-log-cleaner-thread-1]: Stopped" in text
+        code, _, err = tool("--bootstrap-server", bootstrap, "--broker", "0", "--alter", "--add-config",
+                            "log.cleaner.threads=9")
+        assert code == 1 and ("Invalid value org.apache.kafka.common.config.ConfigException: Log cleaner threads "
+                              "cannot be increased to more than double the current value 4 for configuration Invalid "
+                              "dynamic configuration") in err
+        # The I/O throttle is a dynamic key too: accepted, and described as the broker's.
+        assert tool("--bootstrap-server", bootstrap, "--broker", "0", "--alter", "--add-config",
+                    "log.cleaner.io.max.bytes.per.second=1048576")[0] == 0
+        with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+            wait_until(lambda: entries(admin, BROKER_0)["log.cleaner.io.max.bytes.per.second"].value == "1048576.0",
+                       20, "the cleaner I/O rate to be described")
+    finally:
+        cluster.kill()

@@ -84,10 +84,45 @@ def test_payload_file_and_producer_config(cluster, tmp_path):
     assert set(read_all(cluster.bootstrap, "perf-b", 50)) <= {b"alpha", b"beta", b"gamma"}
 
 
+def test_transactions_commit_every_transaction_duration(cluster):
+    """--transaction-duration-ms 250: a transactional producer (--transactional-id) that
+    commits every 250 ms, as 2.8's ProducerPerformance; a read_committed consumer reads
+    every record, and each commit left its marker in the log."""
+    with AdminClient({"bootstrap.servers": cluster.bootstrap}) as admin:
+        admin.create_topics([NewTopic("perf-txn", 1, 1)])
+    done = run("--topic", "perf-txn", "--num-records", "400", "--record-size", "20", "--throughput", "200",
+               "--producer-props", f"bootstrap.servers={cluster.bootstrap}", "--transactional-id", "perf-txn-id",
+               "--transaction-duration-ms", "250")
+    assert done.returncode == 0, done.stderr
+    assert TOTAL.fullmatch(done.stdout.splitlines()[-1]).group(1) == "400"
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "judge-perf-txn",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "isolation.level": "read_committed"})
+    try:
+        consumer.assign([TopicPartition("perf-txn", 0, 0)])
+        values: list[bytes] = []
+        for _ in range(100):
+            values += [m.value() for m in consumer.consume(1000, 0.5) if not m.error()]
+            if len(values) >= 400:
+                break
+        low, high = consumer.get_watermark_offsets(TopicPartition("perf-txn", 0), timeout=10)
+    finally:
+        consumer.close()
+    assert len(values) == 400 and re.fullmatch(rb"[A-Z]{20}", values[0])
+    # 400 records at 200/s is two seconds: about 8 transactions, each ended by one commit marker.
+    markers = high - low - 400
+    assert 4 <= markers <= 20, markers
+    # The last one was committed too (read_committed reads up to the last stable offset).
+    assert high == low + 400 + markers
+
+
 def test_bad_command_lines(cluster):
     done = run("--topic", "perf-a", "--num-records", "5", "--record-size", "10")
     assert done.returncode == 1
     assert done.stderr.endswith("producer-performance: error: argument --throughput is required\n")
+    done = run("--topic", "perf-a", "--record-size", "10")          # two missing: argparse4j names the first
+    assert done.returncode == 1
+    assert done.stderr.endswith("producer-performance: error: argument --num-records is required\n")
     done = run("--topic", "perf-a", "--num-records", "5", "--record-size", "10", "--throughput", "-1")
     assert done.returncode == 1
     assert done.stderr.endswith("producer-performance: error: Either --producer-props or --producer.config must be "

@@ -98,3 +98,54 @@ def test_consumer_perf_usage_errors():
                    'configuration "bootstrap.servers" which has no default value.\n')
     code, _, err = run_consumer("--topic", "t", "--messages", "5", "--bootstrap-server", "x:1", "--date-format", "qq")
     assert code == 1 and "java.lang.IllegalArgumentException: Illegal pattern character 'q'" in err
+
+
+class FakeProducer:
+    """Records the transactional calls and sends of the perf test (no send completes)."""
+
+    made: list["FakeProducer"] = []
+
+    def __init__(self, config):
+        self.config = dict(config)
+        self.calls: list[str] = []
+        FakeProducer.made.append(self)
+
+    def __getattr__(self, name):
+        if name in ("init_transactions", "begin_transaction", "commit_transaction", "flush", "close"):
+            return lambda *a, **k: self.calls.append(name)
+        raise AttributeError(name)
+
+    def send(self, topic, value, callback=None):
+        self.calls.append("send")
+
+
+def test_transactions_commit_every_transaction_duration(monkeypatch):
+    """ProducerPerformance with --transaction-duration-ms 10: transactional.id from
+    --transactional-id, initTransactions first, a commit after the first send that starts
+    10 ms or more after its transaction began, and one at the end for the rest."""
+    now = [0]
+
+    def clock() -> int:
+        now[0] += 3           # every reading is 3 ms later
+        return now[0]
+    monkeypatch.setattr(producer_perf_test, "_now_ms", clock)
+    monkeypatch.setattr(producer_perf_test, "KafkaProducer", FakeProducer)
+    FakeProducer.made.clear()
+    out = io.StringIO()
+    assert producer_perf_test.main(["--topic", "t", "--num-records", "7", "--record-size", "4", "--throughput", "-1",
+                                    "--producer-props", "bootstrap.servers=h:1", "--transactional-id", "tx-1",
+                                    "--transaction-duration-ms", "10"], out=out) == 0
+    [producer] = FakeProducer.made
+    assert producer.config["transactional.id"] == "tx-1"
+    # A transaction begins at t; its sends start at t+3, t+6, t+9 and t+12, the first 10 ms
+    # or more after t, so it commits after that one; the last three are committed at the end.
+    assert producer.calls == ["init_transactions",
+                              "begin_transaction", "send", "send", "send", "send", "commit_transaction",
+                              "begin_transaction", "send", "send", "send", "commit_transaction", "close"]
+
+    # Without the option: no transactional.id, no transactional call.
+    FakeProducer.made.clear()
+    assert producer_perf_test.main(["--topic", "t", "--num-records", "3", "--record-size", "4", "--throughput", "-1",
+                                    "--producer-props", "bootstrap.servers=h:1"], out=io.StringIO()) == 0
+    [plain] = FakeProducer.made
+    assert "transactional.id" not in plain.config and plain.calls == ["send", "send", "send", "close"]

@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from kafkalike.cli import dump_log, joptions, verifiable_consumer, verifiable_producer
+from kafkalike.cli import dump_log, joptions, producer_perf_test, verifiable_consumer, verifiable_producer
 from kafkalike.cli.joptions import JavaError
 from kafkalike.client.errors import KafkaError
 from kafkalike.records import encode_batch
@@ -100,6 +100,20 @@ def test_verifiable_tools_fail_as_argparse4j_does(capsys):
     with pytest.raises(SystemExit):
         verifiable_consumer.main(["--bootstrap-server", "h:1", "--topic", "t"])
     assert capsys.readouterr().err.endswith("verifiable-consumer: error: argument --group-id is required\n")
+    # Several missing: argparse4j names the first one only, as Kafka prints it.
+    with pytest.raises(SystemExit) as exit_:
+        verifiable_consumer.main(["--bootstrap-server", "h:1"])
+    assert exit_.value.code == 1
+    assert capsys.readouterr().err.endswith("verifiable-consumer: error: argument --topic is required\n")
+
+
+def test_perf_tool_with_two_required_arguments_missing_names_the_first(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        producer_perf_test.main(["--topic", "t", "--record-size", "10"])
+    assert exit_.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("usage: producer-performance ")
+    assert err.endswith("producer-performance: error: argument --num-records is required\n")
 
 
 def test_verifiable_tools_show_the_connection_group():

@@ -154,6 +154,29 @@ def test_thread_pools_may_at_most_double_or_halve():
         dynamic.validate({"num.network.threads": "1"}, per_broker=True)
 
 
+def test_log_cleaner_threads_may_at_most_double_or_halve():
+    """LogCleaner.validateReconfiguration, run for a change of any cleaner key."""
+    dynamic = DynamicBrokerConfig(config(**{"log.cleaner.threads": "3"}))
+    dynamic.validate({"log.cleaner.threads": "6"}, per_broker=True)
+    dynamic.validate({"log.cleaner.threads": "1"}, per_broker=False)      # 3 / 2 is 1 in Scala's ints
+    with pytest.raises(ConfigError) as error:
+        dynamic.validate({"log.cleaner.threads": "7"}, per_broker=True)
+    assert str(error.value) == (
+        "Invalid value org.apache.kafka.common.config.ConfigException: Log cleaner threads cannot be increased to "
+        "more than double the current value 3 for configuration Invalid dynamic configuration")
+    with pytest.raises(ConfigError, match="Log cleaner threads should be at least 1 for"):
+        dynamic.validate({"log.cleaner.threads": "0"}, per_broker=True)
+    halved = DynamicBrokerConfig(config(**{"log.cleaner.threads": "8"}))
+    with pytest.raises(ConfigError, match="cannot be reduced to less than half the current value 8 for"):
+        halved.validate({"log.cleaner.threads": "3"}, per_broker=True)
+    # Another cleaner key is checked against the thread count too (0 threads: refused, as Kafka).
+    idle = DynamicBrokerConfig(config(**{"log.cleaner.threads": "0"}))
+    with pytest.raises(ConfigError, match="Log cleaner threads should be at least 1"):
+        idle.validate({"log.cleaner.backoff.ms": "100"}, per_broker=True)
+    # Without a cleaner (log.cleaner.enable=false) there is nothing to validate against.
+    DynamicBrokerConfig(config(**{"log.cleaner.enable": "false"})).validate({"log.cleaner.threads": "9"}, True)
+
+
 def test_replication_throttles_count_only_per_broker():
     cfg = config()
     dynamic = DynamicBrokerConfig(cfg)
