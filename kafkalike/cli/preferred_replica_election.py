@@ -2,7 +2,8 @@
 
 --bootstrap-server asks the controller through ElectLeaders (PREFERRED); --zookeeper
 writes /admin/preferred_replica_election, which the controller watches, runs and
-deletes. The lines printed are Kafka 2.8's PreferredReplicaLeaderElectionCommand's,
+deletes, through the session the other --zookeeper tools share (cli/zookeeper_tool.py:
+the SASL login and secure ACLs of a secured ZooKeeper). The lines printed are Kafka 2.8's PreferredReplicaLeaderElectionCommand's,
 including its Scala collection formatting (`Set(t-0, t-1)`).
 """
 from __future__ import annotations
@@ -11,8 +12,7 @@ import json
 import sys
 from typing import Sequence, TextIO
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import KazooException, NodeExistsError
 
 from kafkalike.cli.joptions import (KAFKA_COMMIT_ID, KAFKA_VERSION, JavaError, Option, options_table, parse_args,
                                     throwable)
@@ -29,6 +29,7 @@ from kafkalike.protocol.errors import ErrorCode
 from kafkalike.zkdata.topic_znodes import TopicPartition
 from kafkalike.zkdata.znodes import PreferredReplicaElectionZNode
 from kafkalike.cli.tool_main import run_tool
+from kafkalike.cli.zookeeper_tool import ZooKeeperTool
 
 DEPRECATION = "This tool is deprecated. Please use kafka-leader-election tool. Tracking issue at: TBD\n"
 HELP = """This tool helps to causes leadership for each partition to be transferred back to the 'preferred replica', it can be used to balance leadership among the servers.
@@ -104,16 +105,15 @@ def elect_through_admin(admin: AdminClient, partitions: list[tuple[str, int]] | 
 
 
 def elect_through_zookeeper(zk_connect: str, partitions: list[tuple[str, int]] | None, out: TextIO) -> None:
-    zk = KazooClient(hosts=zk_connect, timeout=30)
+    """Kafka's ZkCommand. Its KafkaZkClient is secured as JaasUtils.isZkSaslEnabled says,
+    which is what the tools' shared session does (zookeeper_tool.py): a SASL login from the
+    JAAS file KAFKA_OPTS names, and then the election znode created with the secure ACLs.
+    A session that does not start escapes main unwrapped, as ZkCommand's constructor
+    throws outside electPreferredLeaders; anything failing after is "Admin command failed"."""
+    tool = ZooKeeperTool(zk_connect, out)
     try:
-        zk.start(timeout=30)
-    except Exception as error:
-        raise JavaError(ADMIN_COMMAND_FAILED, "Admin command failed",
-                        JavaError("kafka.zookeeper.ZooKeeperClientTimeoutException",
-                                  f"Timed out waiting for connection while in state: CONNECTING ({error})"))
-    try:
-        topics = sorted({t for t, _ in partitions}) if partitions is not None else _all_topics(zk)
-        existing = [(t, p) for t in topics for p in _partitions_of(zk, t)]
+        topics = sorted({t for t, _ in partitions}) if partitions is not None else _all_topics(tool)
+        existing = [(t, p) for t in topics for p in _partitions_of(tool, t)]
         if partitions is None:
             valid, invalid = existing, []
         else:
@@ -121,33 +121,53 @@ def elect_through_zookeeper(zk_connect: str, partitions: list[tuple[str, int]] |
             invalid = [tp for tp in partitions if tp not in existing]
         znode = PreferredReplicaElectionZNode
         try:
-            zk.create(znode.PATH, znode.encode(TopicPartition(t, p) for t, p in valid), makepath=True)
+            tool._create_recursive(znode.PATH, znode.encode(TopicPartition(t, p) for t, p in valid))
         except NodeExistsError:
-            raw, _ = zk.get(znode.PATH)
+            raw = tool._get(znode.PATH) or b'{"version":1,"partitions":[]}'
             running = [f"{tp.topic}-{tp.partition}" for tp in znode.decode(raw)]
-            raise JavaError(ADMIN_COMMAND_FAILED, "Admin command failed", JavaError(
-                ADMIN_OPERATION, f"Preferred replica leader election currently in progress for "
-                                 f"{','.join(running)}. Aborting operation")) from None
+            raise JavaError(ADMIN_OPERATION, f"Preferred replica leader election currently in progress for "
+                                             f"{','.join(running)}. Aborting operation") from None
+        except KazooException as error:
+            # writePreferredReplicaElectionData: AdminOperationException(e.toString)
+            raise JavaError(ADMIN_OPERATION, f"{_keeper_exception(error)}: {_keeper_message(error, znode.PATH)}") \
+                from None
         out.write(f"Created preferred replica election path with {','.join(_names(valid))}\n")
         out.write(f"Successfully started preferred replica election for partitions {scala_set(_names(valid))}\n")
         for t, p in invalid:
             out.write(f"Skipping preferred replica leader election for partition {t}-{p} since it doesn't exist.\n")
+    except (JavaError, KazooException) as error:
+        if isinstance(error, KazooException):
+            error = JavaError(_keeper_exception(error), _keeper_message(error, None))
+        raise JavaError(ADMIN_COMMAND_FAILED, "Admin command failed", error) from None
     finally:
-        zk.stop()
-        zk.close()
+        tool.close()
 
 
-def _all_topics(zk: KazooClient) -> list[str]:
-    try:
-        return sorted(zk.get_children("/brokers/topics"))
-    except NoNodeError:
-        return []
+# ZooKeeper's KeeperException subclasses by kazoo's names, and their codes' words.
+_KEEPER = {"NoAuthError": ("NoAuthException", "NoAuth"), "NoNodeError": ("NoNodeException", "NoNode"),
+           "AuthFailedError": ("AuthFailedException", "AuthFailed"),
+           "ConnectionLoss": ("ConnectionLossException", "ConnectionLoss"),
+           "SessionExpiredError": ("SessionExpiredException", "Session expired")}
 
 
-def _partitions_of(zk: KazooClient, topic: str) -> list[int]:
-    try:
-        raw, _ = zk.get(f"/brokers/topics/{topic}")
-    except NoNodeError:
+def _keeper_exception(error: KazooException) -> str:
+    name = _KEEPER.get(type(error).__name__, (type(error).__name__, ""))[0]
+    return f"org.apache.zookeeper.KeeperException${name}"
+
+
+def _keeper_message(error: KazooException, path: str | None) -> str:
+    """KeeperException.getMessage(): "KeeperErrorCode = <code>[ for <path>]"."""
+    code = _KEEPER.get(type(error).__name__, ("", type(error).__name__))[1]
+    return f"KeeperErrorCode = {code}" + (f" for {path}" if path else "")
+
+
+def _all_topics(tool: ZooKeeperTool) -> list[str]:
+    return sorted(tool._children("/brokers/topics"))
+
+
+def _partitions_of(tool: ZooKeeperTool, topic: str) -> list[int]:
+    raw = tool._get(f"/brokers/topics/{topic}")
+    if raw is None:
         return []
     return sorted(int(p) for p in json.loads(raw).get("partitions", {}))
 

@@ -14,6 +14,7 @@ One caller at a time: a BrokerConnection is not thread safe.
 """
 from __future__ import annotations
 
+import random
 import socket
 import struct
 import time
@@ -78,6 +79,10 @@ class BrokerConnection:
         self._sock: socket.socket | None = None
         self._next_correlation_id = 0
         self._pending = -1  # correlation id of the request awaiting its answer
+        # KIP-368: when the SASL login is due again (time.monotonic()), from the session lifetime
+        # of the last SaslAuthenticate answer; the next request logs in again first.
+        self.reauthenticate_at: float | None = None
+        self._logging_in = False
 
     def __repr__(self) -> str:
         state = "connected" if self.connected else "closed"
@@ -129,21 +134,31 @@ class BrokerConnection:
         return self
 
     def _authenticate(self, security) -> None:
-        """SaslHandshake v1, then SaslAuthenticate until the login completes (KIP-152)."""
+        """SaslHandshake v1, then SaslAuthenticate until the login completes (KIP-152). The last
+        answer's session lifetime (KIP-368) makes the login due again after a random 85-95% of it."""
         from kafkalike.client.security import SaslAuthenticationError
         from kafkalike.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
         from kafkalike.protocol.messages.sasl_handshake import SaslHandshakeRequest
-        handshake = self.send(SaslHandshakeRequest(mechanism=security.mechanism), version=1)
-        if handshake.error_code:
-            raise SaslAuthenticationError(f"Client SASL mechanism '{security.mechanism}' not enabled in the "
-                                          f"server, enabled mechanisms are {list(handshake.mechanisms)}")
-        login = security.login()
-        token: bytes | None = login.first()
-        while token is not None:
-            answer = self.send(SaslAuthenticateRequest(auth_bytes=token), version=1)
-            if answer.error_code:
-                raise SaslAuthenticationError(answer.error_message or "SASL authentication failed")
-            token = login.next(bytes(answer.auth_bytes))
+        self._logging_in = True
+        self.reauthenticate_at = None
+        try:
+            handshake = self.send(SaslHandshakeRequest(mechanism=security.mechanism), version=1)
+            if handshake.error_code:
+                raise SaslAuthenticationError(f"Client SASL mechanism '{security.mechanism}' not enabled in the "
+                                              f"server, enabled mechanisms are {list(handshake.mechanisms)}")
+            login = security.login()
+            token: bytes | None = login.first()
+            lifetime = 0
+            while token is not None:
+                answer = self.send(SaslAuthenticateRequest(auth_bytes=token), version=1)
+                if answer.error_code:
+                    raise SaslAuthenticationError(answer.error_message or "SASL authentication failed")
+                lifetime = answer.session_lifetime_ms
+                token = login.next(bytes(answer.auth_bytes))
+        finally:
+            self._logging_in = False
+        if lifetime > 0:
+            self.reauthenticate_at = time.monotonic() + lifetime / 1000 * random.uniform(0.85, 0.95)
 
     def close(self) -> None:
         sock, self._sock = self._sock, None
@@ -238,6 +253,13 @@ class BrokerConnection:
         """Write one request frame and read one response frame (without its size)."""
         if self._sock is None:
             raise KafkaConnectionError(f"Not connected to {self.address}")
+        if (self.reauthenticate_at is not None and not self._logging_in
+                and time.monotonic() >= self.reauthenticate_at):
+            try:
+                self._authenticate(self.security)        # re-authentication (KIP-368), then the request
+            except BaseException:
+                self.close()
+                raise
         self._next_correlation_id = (self._next_correlation_id + 1) & 0x7FFFFFFF
         self._pending = self._next_correlation_id
         body = encode_request(api_key, version, self._pending, self.client_id, request)

@@ -4,7 +4,9 @@ and kafka-acls.sh.
 The brokers talk to each other over SASL_PLAINTEXT as User:admin, a super user (an RF=3
 topic reaches its full ISR and a denial lands in kafka-authorizer.log); clients
 log in as alice and bob. A client without ACLs is refused every API with the
-*_AUTHORIZATION_FAILED codes and changes nothing (records, znodes); ACLs added with
+*_AUTHORIZATION_FAILED codes and changes nothing (records, znodes), every request of the
+unit-level authorization matrix included (the inter-broker ones too, sent as alice over
+SASL to the controller); ACLs added with
 kafka-acls --producer/--consumer let confluent-kafka and kafka-python produce and
 consume; prefixed, wildcard and deny ACLs written straight to ZooKeeper with
 --authorizer-properties reach every broker through the change notifications.
@@ -99,6 +101,59 @@ def _snapshot(zk_connect: str) -> dict:
     return out
 
 
+def _log_ends(secured) -> dict[tuple[int, str], int]:
+    """secret's partitions' log start and end offsets, read as admin (ListOffsets: no group,
+    so no __consumer_offsets is made by looking)."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+    admin = AdminClient(_conf(secured, "admin"))
+    out = {}
+    for name, spec in (("start", OffsetSpec.earliest()), ("end", OffsetSpec.latest())):
+        for tp, future in admin.list_offsets({TopicPartition("secret", p): spec for p in (0, 1)}).items():
+            out[(tp.partition, name)] = future.result(15).offset
+    return out
+
+
+def _every_api_from_alice(secured) -> None:
+    """Every request of the unit-level matrix (tests/unit/test_authorization_matrix.py), at its
+    highest version, from alice logged in over SASL to the controller: the same codes as there,
+    the inter-broker requests (LeaderAndIsr, UpdateMetadata, StopReplica, ControlledShutdown,
+    AlterIsr, WriteTxnMarkers, follower Fetch) included."""
+    from kafkalike.client.connection import BrokerConnection
+    from kafkalike.client.security import ClientSecurity
+    from kafkalike.client.admin import AdminClient as OurAdmin
+    from tests.unit.test_authorization_matrix import CASES, NO_AUTHORIZATION, Sent, _codes
+    admin_conf = {"bootstrap.servers": f"127.0.0.1:{secured['sasl'][0]}", "security.protocol": "SASL_PLAINTEXT",
+                  "sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": "admin-secret"}
+    from kafkalike.protocol.messages.metadata import MetadataRequest
+    with OurAdmin(admin_conf) as ours:
+        controller = ours.describe_cluster().controller_id
+    admin_security = ClientSecurity.from_config(admin_conf)
+    with BrokerConnection("127.0.0.1", secured["sasl"][0], timeout=15, security=admin_security).connect() as conn:
+        topic_id = conn.send(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="secret")],
+                                             allow_auto_topic_creation=False), version=10).topics[0].topic_id
+    security = ClientSecurity.from_config({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                                           "sasl.username": "alice", "sasl.password": "alice-secret"})
+    conn = BrokerConnection("127.0.0.1", secured["sasl"][controller], timeout=15, security=security).connect()
+    wrong = {}
+    try:
+        for case in CASES:
+            if case.api_key in NO_AUTHORIZATION:
+                continue
+            version = case.all_versions()[-1]
+            request = case.request(version)
+            if case.name == "delete-topics-by-id":
+                request.topics[0].topic_id = topic_id      # the cluster's own id of secret
+            response = conn.send(request, version=version)
+            denied = case.denied(version, Sent(0, "")) if case.denied.__code__.co_argcount == 2 \
+                else case.denied(version)
+            if _codes(response) != _codes(denied):
+                wrong[case.name] = (sorted(_codes(response)), sorted(_codes(denied)))
+    finally:
+        conn.close()
+    assert not wrong, wrong
+
+
 def test_a_client_without_acls_gets_only_authorization_errors(secured):
     from confluent_kafka import Consumer, KafkaError
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, AdminClient, ConfigResource
@@ -154,8 +209,10 @@ def test_a_client_without_acls_gets_only_authorization_errors(secured):
                      'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" '
                      'password="alice-secret";', "default.api.timeout.ms": "8000"})
     try:
+        # Kafka's authorizeClusterOperation refusal names the request: "Request Request(processor=...,
+        # session=Session(User:alice,/127.0.0.1), ...) is not authorized."
         for call, code in ((lambda: ours.alter_partition_reassignments({("secret", 0): [1, 0]}),
-                            "Cluster authorization failed."),
+                            "session=Session(User:alice,/127.0.0.1), listenerName=ListenerName(SASL_PLAINTEXT)"),
                            (lambda: ours.alter_group_offsets("g1", {("secret", 0): 0}), "Group authorization failed.")):
             try:
                 outcome = call()
@@ -164,6 +221,9 @@ def test_a_client_without_acls_gets_only_authorization_errors(secured):
             assert code in repr(outcome), outcome
     finally:
         ours.close()
+    ends = _log_ends(secured)
+    _every_api_from_alice(secured)
+    assert _log_ends(secured) == ends                   # nor the logs
     assert _snapshot(secured["zk"]) == before          # nothing alice did reached ZooKeeper
     audit = "".join((b.server_log.parent / "kafka-authorizer.log").read_text() for b in secured["brokers"])
     assert ("Principal = User:alice is Denied Operation = Describe from host = 127.0.0.1 on resource = "

@@ -99,3 +99,64 @@ def test_bad_security_settings_stop_start_up_naming_the_key(zk_chroot, shm_path,
     broker = BrokerProcess(0, zk_chroot, shm_path, plain, {**_secured(pki, plain, secure), **change})
     cause = failed_start(broker)
     assert f"for configuration {key}" in cause, cause
+
+
+REAUTH_MS = 2000
+EXPIRED = "its SASL session expired"
+
+
+def test_sessions_with_a_lifetime_are_renewed_not_cut(zk_chroot):
+    """connections.max.reauth.ms=2000 on the SASL_SSL inter-broker listener (KIP-368): for four
+    lifetimes the replica fetchers, AlterIsr and the controller's channel, and kafkalike's own
+    producer, consumer and admin client, log in again on their connections before each session
+    ends. An RF=3 topic keeps its full ISR while acks=all records flow, every record is read,
+    and no broker closes a connection for an expired session (each would, at the first request
+    after the end of a session nobody renewed)."""
+    from kafkalike.client.admin import AdminClient, NewTopic
+    from kafkalike.client.consumer import KafkaConsumer, TopicPartition
+    from kafkalike.client.producer import KafkaProducer
+    base = scratch_dir("reauth")
+    pki = make_pki(base / "pki")
+    ports = free_ports(6)
+    brokers = [BrokerProcess(i, zk_chroot, base, ports[2 * i], {
+        **_secured(pki, ports[2 * i], ports[2 * i + 1]),
+        "listener.name.sasl_ssl.connections.max.reauth.ms": str(REAUTH_MS),
+        "replica.lag.time.max.ms": "30000"}) for i in range(3)]
+    conf = {"bootstrap.servers": f"127.0.0.1:{ports[1]}", "security.protocol": "SASL_SSL",
+            "ssl.truststore.type": "PEM", "ssl.truststore.location": pki.path("ca.pem"),
+            "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-secret"}
+    try:
+        for b in brokers:
+            b.start()
+        for b in brokers:
+            b.wait_ready(60)
+        with AdminClient(conf) as admin:
+            admin.create_topics([NewTopic("renewed", 2, 3)])
+            producer = KafkaProducer({**conf, "acks": "all", "linger.ms": 0})
+            consumer = KafkaConsumer({**conf, "auto.offset.reset": "earliest"})
+            consumer.assign([TopicPartition("renewed", 0), TopicPartition("renewed", 1)])
+            sent, seen = 0, []
+            try:
+                end = time.monotonic() + 4 * REAUTH_MS / 1000
+                while time.monotonic() < end:
+                    producer.send("renewed", value=f"r{sent}".encode()).get(timeout=10)
+                    sent += 1
+                    seen.extend(r.value for r in consumer.poll(timeout=0.05))
+                    admin.describe_cluster()               # the admin client's connection too
+                deadline = time.monotonic() + 15
+                while len(seen) < sent and time.monotonic() < deadline:
+                    seen.extend(r.value for r in consumer.poll(timeout=0.2))
+            finally:
+                producer.close()
+                consumer.close()
+            assert sorted(seen) == sorted(f"r{i}".encode() for i in range(sent)) and sent > 20
+            described = admin.describe_topics(["renewed"])["renewed"]
+            assert all(sorted(p.isr) == [0, 1, 2] for p in described.partitions), described
+        for b in brokers:
+            log = b.server_log.read_text()
+            assert EXPIRED not in log, [line for line in log.splitlines() if EXPIRED in line][:3]
+            assert "Failed re-authentication" not in log and "Failed authentication" not in log
+    finally:
+        for b in brokers:
+            b.kill()
+        shutil.rmtree(base, ignore_errors=True)

@@ -74,7 +74,11 @@ def acl_ids(zk: KazooClient, path: str) -> set[tuple[str, str, int]]:
 def test_secure_acls_keep_the_cluster_state_the_brokers_own(sasl_zookeeper, cluster_dir, monkeypatch):
     monkeypatch.setenv("KAFKA_OPTS", f"-Djava.security.auth.login.config={client_jaas(cluster_dir / 'c.conf', 'kafka-secret')}")
     connect = sasl_zookeeper.connect_string + "/secure"
-    cluster = Cluster(connect, cluster_dir / "brokers", 1, {"zookeeper.set.acl": "true"})
+    # With the ACL authorizer too, so that its znodes are created under the secure ACLs as well
+    # (the clients here talk PLAINTEXT, as User:ANONYMOUS, made a super user).
+    cluster = Cluster(connect, cluster_dir / "brokers", 1, {
+        "zookeeper.set.acl": "true", "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:ANONYMOUS"})
     stranger = KazooClient(hosts=connect)
     try:
         cluster.start()
@@ -99,6 +103,8 @@ def test_secure_acls_keep_the_cluster_state_the_brokers_own(sasl_zookeeper, clus
         assert acl_ids(stranger, "/brokers/topics/guarded") == {("sasl", "kafka", all_perms),
                                                                  ("world", "anyone", read)}
         assert acl_ids(stranger, "/brokers/ids/0") == {("sasl", "kafka", all_perms), ("world", "anyone", read)}
+        for path in ("/kafka-acl", "/kafka-acl-changes", "/kafka-acl-extended", "/kafka-acl-extended-changes"):
+            assert acl_ids(stranger, path) == {("sasl", "kafka", all_perms), ("world", "anyone", read)}, path
         owner = KazooClient(hosts=connect, sasl_options={"mechanism": "DIGEST-MD5", "username": "kafka",
                                                          "password": "kafka-secret"})
         owner.start(15)
@@ -127,6 +133,20 @@ def test_secure_acls_keep_the_cluster_state_the_brokers_own(sasl_zookeeper, clus
         assert done.returncode == 0, done.stderr
         assert acl_ids(stranger, "/brokers/topics/by-tool") == {("sasl", "kafka", all_perms),
                                                                  ("world", "anyone", read)}
+        # kafka-preferred-replica-election --zookeeper too (Kafka's ZkCommand is secure when
+        # JaasUtils.isZkSaslEnabled): without the login it may not write the election znode.
+        election = [str(REPO / "bin" / "kafka-preferred-replica-election.sh"), "--zookeeper", connect]
+        env = {"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"}
+        refused = subprocess.run(election, capture_output=True, text=True, timeout=60, env=env)
+        assert refused.returncode == 1
+        assert refused.stderr == (
+            'Exception in thread "main" kafka.common.AdminCommandFailedException: Admin command failed\n'
+            "Caused by: kafka.admin.AdminOperationException: org.apache.zookeeper.KeeperException$NoAuthException: "
+            "KeeperErrorCode = NoAuth for /admin/preferred_replica_election\n"), refused.stderr
+        done = subprocess.run(election, capture_output=True, text=True, timeout=60,
+                              env={**env, "KAFKA_OPTS": os.environ["KAFKA_OPTS"]})
+        assert done.returncode == 0, done.stderr
+        assert "Successfully started preferred replica election for partitions" in done.stdout
     finally:
         stranger.stop()
         stranger.close()

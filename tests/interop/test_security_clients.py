@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import asyncio
 import shutil
-import subprocess
 import subprocess
 import time
 import uuid
@@ -188,11 +186,27 @@ def test_confluent_kafka_with_a_wrong_password_gets_an_authentication_error(secu
     assert "Failed authentication with /127.0.0.1" in log
 
 
+TLS_REFUSED = "INFO [SocketServer listenerType=ZK_BROKER, nodeId=0] Failed authentication with /127.0.0.1 " \
+              "(SSL handshake failed) (org.apache.kafka.common.network.Selector)"
+
+
+def _wait_for_more(secure, line: str, seen: int, wait: float = 5) -> int:
+    """How often `line` is in the server log once it shows more than `seen` times (or `wait` ends)."""
+    deadline = time.monotonic() + wait
+    count = secure.broker.server_log.read_text().count(line)
+    while count <= seen and time.monotonic() < deadline:
+        time.sleep(0.1)
+        count = secure.broker.server_log.read_text().count(line)
+    return count
+
+
 def test_a_client_without_a_certificate_is_refused_where_client_auth_is_required(secure):
     conf = librdkafka_config(secure, "MTLS")
     del conf["ssl.certificate.location"], conf["ssl.key.location"]
+    before = secure.broker.server_log.read_text().count(TLS_REFUSED)
     errors = _librdkafka_errors(conf)
     assert errors and "certificate required" in errors[0].str(), errors
+    assert _wait_for_more(secure, TLS_REFUSED, before) > before     # logged as Kafka's Selector logs it
 
 
 def test_requested_client_auth_takes_clients_with_and_without_a_certificate(secure):
@@ -233,8 +247,10 @@ def test_a_certificate_from_an_untrusted_ca_is_refused(secure):
     conf = librdkafka_config(secure, "MTLS")
     conf["ssl.certificate.location"] = secure.pki.path("rogue-cert.pem")
     conf["ssl.key.location"] = secure.pki.path("rogue-key.pem")
+    before = secure.broker.server_log.read_text().count(TLS_REFUSED)
     errors = _librdkafka_errors(conf)
     assert errors and ("unknown ca" in errors[0].str().lower() or "alert" in errors[0].str().lower()), errors
+    assert _wait_for_more(secure, TLS_REFUSED, before) > before
 
 
 def test_a_client_that_does_not_trust_the_broker_ca_refuses_it(secure):

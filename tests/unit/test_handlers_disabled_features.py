@@ -242,6 +242,24 @@ def test_over_sasl_tokens_meet_the_disabled_feature(server):
         E.DELEGATION_TOKEN_AUTH_DISABLED
 
 
+def test_ssl_tokens_are_allowed_only_with_a_client_certificate_and_name_the_owner(server):
+    """KafkaApis.allowTokenRequests refuses 1-way SSL (principal User:ANONYMOUS) only; the
+    failed create names the request's principal as the owner."""
+    server.config.listener_security_protocol_map["SECURE"] = "SSL"
+    anonymous = Client(server, listener="SECURE")
+    create = CreateDelegationTokenRequest(renewers=[], max_lifetime_ms=-1)
+    refused = anonymous.ask(38, 2, create)
+    assert (refused.error_code, refused.principal_type, refused.principal_name) == (
+        E.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, "User", "ANONYMOUS")
+    with_cert = Client(server, listener="SECURE")
+    with_cert.conn.principal = "User:CN=alice,O=example"
+    allowed = with_cert.ask(38, 2, create)
+    assert (allowed.error_code, allowed.principal_type, allowed.principal_name) == (
+        E.DELEGATION_TOKEN_AUTH_DISABLED, "User", "CN=alice,O=example")
+    assert with_cert.ask(41, 2, DescribeDelegationTokenRequest(owners=None)).error_code == \
+        E.DELEGATION_TOKEN_AUTH_DISABLED
+
+
 # -- client quotas ---------------------------------------------------------------------
 
 QA = AlterClientQuotasRequest

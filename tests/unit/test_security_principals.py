@@ -61,6 +61,30 @@ def test_a_plain_login_names_the_principal():
     assert results[0][0].error_code == 0 and auth.complete and auth.principal == "User:alice"
 
 
+def test_re_authentication_may_not_change_the_principal(caplog):
+    """KIP-368: a re-login on a live connection must name the same principal; otherwise it is
+    refused with Kafka's sentence and logged as a failed re-authentication."""
+    import logging
+    security = ListenerSecurity("SASL_PLAINTEXT", "SASL_PLAINTEXT", mechanisms=("PLAIN",),
+                                plain_users={"alice": "pw", "admin": "root"}, reauth_ms=60000)
+    auth = SaslServerAuthenticator(security, lambda user: defer.succeed({}), "/127.0.0.1", "[P] ")
+    auth.handshake("PLAIN", 1)
+    results = []
+    auth.authenticate(b"\x00alice\x00pw", 1).addCallback(results.append)
+    assert results[0][0].session_lifetime_ms == 60000 and auth.principal == "User:alice"
+    assert auth.wants_reauthentication(17)
+    response, close = auth.handshake("PLAIN", 1)
+    assert response.error_code == 0 and not close
+    caplog.set_level(logging.INFO, logger="org.apache.kafka.common.network.Selector")
+    auth.authenticate(b"\x00admin\x00root", 1).addCallback(results.append)
+    response, close = results[1]
+    assert close and response.error_code == 58
+    assert response.error_message == "Cannot change principals during re-authentication from User.alice: User.admin"
+    assert [r.getMessage() for r in caplog.records if r.name == "org.apache.kafka.common.network.Selector"] == [
+        "[P] Failed re-authentication with /127.0.0.1 "
+        "(Cannot change principals during re-authentication from User.alice: User.admin)"]
+
+
 def test_a_scram_login_for_an_unknown_user_fails_with_kafkas_message():
     from kafkalike.common.scram import ScramClientExchange
     security = ListenerSecurity("SASL_PLAINTEXT", "SASL_PLAINTEXT", mechanisms=("SCRAM-SHA-512",))
@@ -121,3 +145,70 @@ def test_a_failed_login_closes_only_after_the_configured_delay():
     assert not transport.disconnecting
     reactor.advance(0.1)
     assert transport.disconnecting
+
+
+# -- a TLS handshake that fails is logged as Kafka's Selector logs it ----------------------------
+
+
+def _tls_exchange(tmp_path: Path, client_cert: str | None, caplog):
+    """An SSL listener with ssl.client.auth=required, and one TLS client talking to it over
+    an in-memory pipe (twisted.test.iosim); the Selector's log lines."""
+    import logging
+
+    from twisted.internet import protocol
+    from twisted.internet.address import IPv4Address
+    from twisted.internet.ssl import Certificate, PrivateCertificate, optionsForClientTLS
+    from twisted.protocols.tls import TLSMemoryBIOFactory
+    from twisted.test.iosim import FakeTransport, connect
+
+    from kafkalike.broker.config import KafkaConfig
+    from kafkalike.broker.network import listening_factory
+    from kafkalike.broker.security.listener import all_listener_security
+    from tests.security_certs import PASSWORD
+    pki = make_pki(tmp_path)
+    config = KafkaConfig({"zookeeper.connect": "z:2181", "listeners": "SSL://127.0.0.1:9093",
+                          "security.inter.broker.protocol": "SSL", "ssl.client.auth": "required",
+                          "ssl.keystore.type": "PKCS12", "ssl.keystore.location": pki.path("broker.p12"),
+                          "ssl.keystore.password": PASSWORD, "ssl.truststore.type": "PEM",
+                          "ssl.truststore.location": pki.path("ca.pem")})
+    security = all_listener_security(config)["SSL"]
+    server_factory = listening_factory(services(config=config), 1 << 20, security, "SSL", MemoryReactorClock())
+    peer = IPv4Address("TCP", "10.9.8.7", 40000)
+    server = server_factory.buildProtocol(peer)
+    ca = Certificate.loadPEM(Path(pki.path("ca.pem")).read_bytes())
+    client_certificate = None
+    if client_cert is not None:
+        client_certificate = PrivateCertificate.loadPEM(
+            Path(pki.path(f"{client_cert}-key.pem")).read_text() + Path(pki.path(f"{client_cert}-cert.pem")).read_text())
+    options = optionsForClientTLS("localhost", trustRoot=ca, clientCertificate=client_certificate)
+    lost: list = []
+
+    class Client(protocol.Protocol):
+        def connectionLost(self, reason):
+            lost.append(reason)
+    client = TLSMemoryBIOFactory(options, True, protocol.Factory.forProtocol(Client)).buildProtocol(None)
+    caplog.set_level(logging.DEBUG, logger="org.apache.kafka.common.network.Selector")
+    connect(server, FakeTransport(server, isServer=True, peerAddress=peer,
+                                  hostAddress=IPv4Address("TCP", "127.0.0.1", 9093)),
+            client, FakeTransport(client, isServer=False))
+    lines = [r.getMessage() for r in caplog.records if r.name == "org.apache.kafka.common.network.Selector"]
+    levels = {r.levelname for r in caplog.records if r.name == "org.apache.kafka.common.network.Selector"}
+    return lines, levels, lost
+
+
+def test_a_tls_client_without_a_certificate_is_logged_as_a_failed_authentication(tmp_path: Path, caplog):
+    lines, levels, lost = _tls_exchange(tmp_path / "pki", None, caplog)
+    assert lines == ["[SocketServer listenerType=ZK_BROKER, nodeId=0] Failed authentication with /10.9.8.7 "
+                     "(SSL handshake failed)"]
+    assert levels == {"INFO"} and lost
+
+
+def test_a_certificate_no_trusted_ca_issued_is_logged_too(tmp_path: Path, caplog):
+    lines, _, lost = _tls_exchange(tmp_path / "pki", "rogue", caplog)
+    assert lines == ["[SocketServer listenerType=ZK_BROKER, nodeId=0] Failed authentication with /10.9.8.7 "
+                     "(SSL handshake failed)"] and lost
+
+
+def test_a_good_certificate_logs_no_failure(tmp_path: Path, caplog):
+    lines, _, lost = _tls_exchange(tmp_path / "pki", "client", caplog)
+    assert lines == [] and lost == []

@@ -196,14 +196,25 @@ class AclAuthorizer(Authorizer):
         return result
 
     def allowed_by_resource_type(self, principal: str, host: str, operation: AclOperation,
-                                 resource_type: AclResourceType) -> bool:
+                                 resource_type: AclResourceType, *, api: int | str = "") -> bool:
         """KIP-679's authorizeByResourceType (AclAuthorizer's): may the principal
         `operation` some resource of the type? No if a DENY on the literal `*` applies;
         yes if allow.everyone.if.no.acl.found; else yes when an ALLOW (literal or
-        prefixed) applies to a name that no DENY of the same literal or of a prefix covers."""
+        prefixed) applies to a name that no DENY of the same literal or of a prefix covers.
+        A super user is allowed without a word; any other decision is logged as Kafka
+        logs it, on the resource `<Type>:UNKNOWN:NONE` with resourceRefCount 0."""
         if principal in self.super_users:
             return True
+        result = self._by_resource_type(principal, host, operation, resource_type)
+        level = logging.DEBUG if result else logging.INFO
+        if audit.isEnabledFor(level):
+            audit.log(level, "Principal = %s is %s Operation = %s from host = %s on resource = %s:UNKNOWN:NONE "
+                      "for request = %s with resourceRefCount = 0", principal, "Allowed" if result else "Denied",
+                      camel_name(operation), host, camel_name(resource_type), _api_name(api))
+        return result
 
+    def _by_resource_type(self, principal: str, host: str, operation: AclOperation,
+                          resource_type: AclResourceType) -> bool:
         def names(permission: AclPermissionType, pattern_type: PatternType) -> set[str]:
             return {p.name for p, entries in self.cache.items()
                     if p.resource_type == resource_type and p.pattern_type == pattern_type

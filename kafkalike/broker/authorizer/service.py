@@ -4,9 +4,11 @@ Without authorizer.class.name every request is allowed and the authorized-operat
 fields report every operation a resource type supports, as Kafka 2.8 without an
 authorizer; `AclAuthorizer` overrides `allowed` with its ACL cache. Handlers use the
 helpers here so that each check is one line: `require_cluster`/`require` answer None
-when allowed, else the request's error response with the given code (Kafka's
-authorizeClusterOperation and the whole-request refusals); `filter` splits names by
-permission (filterByAuthorized).
+when allowed, else the request's error response with the given code (the whole-request
+refusals); `require_cluster_operation` is Kafka's authorizeClusterOperation, whose
+refusal carries the exception message naming the request; `filter` splits names by
+permission (filterByAuthorized). tests/unit/test_authorization_matrix.py holds every
+API's refusal to Kafka 2.8's answer.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ class Authorizer:
         return True
 
     def allowed_by_resource_type(self, principal: str, host: str, operation: AclOperation,
-                                 resource_type: AclResourceType) -> bool:
+                                 resource_type: AclResourceType, *, api: int | str = "") -> bool:
         return True
 
     # -- what handlers call ----------------------------------------------------------
@@ -66,6 +68,14 @@ class Authorizer:
     def require_cluster(self, ctx: RequestContext, request: Any, operation: AclOperation) -> Any:
         return self.require(ctx, request, operation, CLUSTER, CLUSTER_NAME, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 
+    def require_cluster_operation(self, ctx: RequestContext, request: Any, operation: AclOperation) -> Any:
+        """Kafka's authorizeClusterOperation: None if allowed, else the request's error
+        response for the ClusterAuthorizationException it throws, whose message (shown by
+        responses that carry one, such as the ACL and reassignment APIs) names the request."""
+        if self.authorize_cluster(ctx, operation):
+            return None
+        return refuse(ctx, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, request_not_authorized(ctx))
+
     def check_topic(self, ctx: RequestContext, operation: AclOperation, topic: str) -> None:
         """For per-partition loops whose errors are exceptions: KafkaProtocolError(TOPIC_AUTHORIZATION_FAILED)."""
         if self.enabled and not self.authorize(ctx, operation, TOPIC, topic):
@@ -87,10 +97,35 @@ class Authorizer:
         pass
 
 
-def refuse(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
-    """The request's own error response carrying `code` (registered per API)."""
+def refuse(ctx: RequestContext, request: Any, code: ErrorCode, message: str | None = None) -> Any:
+    """The request's own error response carrying `code` (registered per API), and the
+    exception's `message` where the response has room for one and Kafka puts it there."""
     from kafkalike.broker.registry import HANDLERS
-    return HANDLERS[ctx.api_key].error_response(request, ctx.version, code)
+    error_response = HANDLERS[ctx.api_key].error_response
+    if message is None:
+        return error_response(request, ctx.version, code)
+    return error_response(request, ctx.version, code, message)
+
+
+# Requests whose bytes Kafka 2.8 keeps until they are answered (ApiKeys.requiresDelayedAllocation:
+# forwardable ones, and those with BYTES fields) among those refused by authorizeClusterOperation;
+# the others' buffer is released once parsed, and prints as null.
+_BUFFER_KEPT = {30, 31, 45}
+
+
+def request_not_authorized(ctx: RequestContext) -> str:
+    """ClusterAuthorizationException's message: "Request <RequestChannel.Request> is not
+    authorized.", as Kafka prints the request (processor 0: kafkalike has no processors)."""
+    connection = ctx.connection
+    listener = getattr(getattr(connection, "factory", None), "listener_name", "PLAINTEXT")
+    security = getattr(connection, "security", None)
+    protocol = security.protocol if security is not None else \
+        ctx.config.listener_security_protocol_map.get(listener, "PLAINTEXT")
+    size = ctx.request_size
+    buffer = f"java.nio.HeapByteBuffer[pos={size} lim={size} cap={size}]" if ctx.api_key in _BUFFER_KEPT else "null"
+    return (f"Request Request(processor=0, connectionId={getattr(connection, 'connection_id', '')}, "
+            f"session=Session({ctx.principal},/{ctx.client_host}), listenerName=ListenerName({listener}), "
+            f"securityProtocol={protocol}, buffer={buffer}, envelope=None) is not authorized.")
 
 
 ALLOW_ALL = Authorizer()

@@ -2,7 +2,9 @@
 
 With authorizer.class.name set they are served by the AclAuthorizer (broker/authorizer):
 describing needs DESCRIBE on the cluster, creating and deleting ALTER (else the whole
-request is refused with CLUSTER_AUTHORIZATION_FAILED, as KafkaApis does). Filters match
+request is refused with CLUSTER_AUTHORIZATION_FAILED and the message of Kafka's
+authorizeClusterOperation, "Request Request(...) is not authorized.", on the top level
+or on each creation and filter, as KafkaApis does). Filters match
 as Kafka's AclBindingFilter: null strings and ANY codes match anything, the MATCH pattern
 type also finds the wildcard and prefixed patterns that apply to a literal name. A
 creation that is not a definite binding is refused with INVALID_REQUEST naming the
@@ -70,7 +72,7 @@ def _filter(f) -> AclBindingFilter:
 def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest) -> DescribeAclsResponse:
     if not ctx.authorizer.enabled:
         return _describe_error(request, ctx.version, ErrorCode.SECURITY_DISABLED, DESCRIBE_MESSAGE)
-    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.DESCRIBE)) is not None:
+    if (refused := ctx.authorizer.require_cluster_operation(ctx, request, Op.DESCRIBE)) is not None:
         return refused
     wanted = _filter(request)
     if AclOperation.UNKNOWN in (wanted.operation,) or wanted.resource_type == AclResourceType.UNKNOWN or \
@@ -91,7 +93,7 @@ def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest) -> D
 def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest):
     if not ctx.authorizer.enabled:
         return _create_error(request, ctx.version, ErrorCode.SECURITY_DISABLED, ALTER_MESSAGE)
-    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.ALTER)) is not None:
+    if (refused := ctx.authorizer.require_cluster_operation(ctx, request, Op.ALTER)) is not None:
         return refused
     return defer.ensureDeferred(_create(ctx, request))
 
@@ -126,7 +128,7 @@ async def _create(ctx: RequestContext, request: CreateAclsRequest) -> CreateAcls
 def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest):
     if not ctx.authorizer.enabled:
         return _delete_error(request, ctx.version, ErrorCode.SECURITY_DISABLED, ALTER_MESSAGE)
-    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.ALTER)) is not None:
+    if (refused := ctx.authorizer.require_cluster_operation(ctx, request, Op.ALTER)) is not None:
         return refused
     return defer.ensureDeferred(_delete(ctx, request))
 

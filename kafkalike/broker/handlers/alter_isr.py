@@ -7,9 +7,14 @@ from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.alter_isr import AlterIsrRequest, AlterIsrResponse
 
 
-@handler(56)
+def _error(request, version: int, code: ErrorCode, message: str | None = None) -> AlterIsrResponse:
+    """AlterIsrRequest.getErrorResponse: the error at the top, no partitions."""
+    return AlterIsrResponse(error_code=int(code))
+
+
+@handler(56, error_response=_error)
 def handle_alter_isr(ctx: RequestContext, request: AlterIsrRequest):
-    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.CLUSTER_ACTION)) is not None:
+    if (refused := ctx.authorizer.require_cluster_operation(ctx, request, Op.CLUSTER_ACTION)) is not None:
         return refused
     controller = ctx.controller
     if not controller.active:

@@ -35,7 +35,8 @@ _Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 def _authorize(ctx: RequestContext, resource_type: int, name: str, operation: Op) -> None:
     """Kafka's per-resource check: a topic's configs need the operation on the topic,
-    a broker's or a broker logger's on the cluster."""
+    a broker's or a broker logger's on the cluster. DescribeConfigs tells the error's
+    message; the alterations answer ApiError(error, null), with none."""
     if resource_type == ResourceType.TOPIC:
         allowed, code = ctx.authorizer.authorize(ctx, operation, TOPIC, name), ErrorCode.TOPIC_AUTHORIZATION_FAILED
     elif resource_type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER):
@@ -43,7 +44,7 @@ def _authorize(ctx: RequestContext, resource_type: int, name: str, operation: Op
     else:
         return
     if not allowed:
-        raise AdminError(code, default_message(code))
+        raise AdminError(code, default_message(code) if operation == Op.DESCRIBE_CONFIGS else None)
 
 
 @handler(32)

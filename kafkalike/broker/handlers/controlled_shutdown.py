@@ -7,9 +7,14 @@ from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.controlled_shutdown import ControlledShutdownRequest, ControlledShutdownResponse
 
 
-@handler(7)
+def _error(request, version: int, code: ErrorCode, message: str | None = None) -> ControlledShutdownResponse:
+    """ControlledShutdownRequest.getErrorResponse: the error, no partitions."""
+    return ControlledShutdownResponse(error_code=int(code))
+
+
+@handler(7, error_response=_error)
 def handle_controlled_shutdown(ctx: RequestContext, request: ControlledShutdownRequest):
-    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.CLUSTER_ACTION)) is not None:
+    if (refused := ctx.authorizer.require_cluster_operation(ctx, request, Op.CLUSTER_ACTION)) is not None:
         return refused
     controller = ctx.controller
     if not controller.active:

@@ -30,9 +30,47 @@ def _fence(ctx: RequestContext, request) -> ErrorCode:
     return ErrorCode.NONE
 
 
-@handler(4)
+def _leader_and_isr_error(request, version: int, code: ErrorCode, message: str | None = None) -> LeaderAndIsrResponse:
+    """LeaderAndIsrRequest.getErrorResponse: `code` at the top and for every partition."""
+    R = LeaderAndIsrResponse
+    if request is None:
+        return R(error_code=int(code))
+    if version >= 5:
+        return R(error_code=int(code), topics=[R.LeaderAndIsrTopicError(topic_id=t.topic_id, partition_errors=[
+            R.LeaderAndIsrPartitionError(partition_index=p.partition_index, error_code=int(code))
+            for p in t.partition_states]) for t in request.topic_states])
+    states = request.ungrouped_partition_states if version < 2 else [
+        (t.topic_name, p) for t in request.topic_states for p in t.partition_states]
+    pairs = [(p.topic_name, p) for p in states] if version < 2 else states
+    return R(error_code=int(code), partition_errors=[
+        R.LeaderAndIsrPartitionError(topic_name=topic, partition_index=p.partition_index, error_code=int(code))
+        for topic, p in pairs])
+
+
+def _stop_replica_error(request, version: int, code: ErrorCode, message: str | None = None) -> StopReplicaResponse:
+    """StopReplicaRequest.getErrorResponse: `code` at the top and for every partition."""
+    R = StopReplicaResponse
+    return R(error_code=int(code), partition_errors=[
+        R.StopReplicaPartitionError(topic_name=topic, partition_index=p, error_code=int(code))
+        for topic, p, _ in (_stop_items(request, version) if request is not None else [])])
+
+
+def _stop_items(request: StopReplicaRequest, version: int) -> list[tuple[str, int, bool]]:
+    if version >= 3:
+        return [(t.topic_name, p.partition_index, p.delete_partition)
+                for t in request.topic_states for p in t.partition_states]
+    if version >= 1:
+        return [(t.name, p, request.delete_partitions) for t in request.topics for p in t.partition_indexes]
+    return [(p.topic_name, p.partition_index, request.delete_partitions) for p in request.ungrouped_partitions]
+
+
+def _update_metadata_error(request, version: int, code: ErrorCode, message: str | None = None) -> UpdateMetadataResponse:
+    return UpdateMetadataResponse(error_code=int(code))
+
+
+@handler(4, error_response=_leader_and_isr_error)
 def handle_leader_and_isr(ctx: RequestContext, request: LeaderAndIsrRequest):
-    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.CLUSTER_ACTION)) is not None:
+    if (refused := ctx.authorizer.require_cluster_operation(ctx, request, Op.CLUSTER_ACTION)) is not None:
         return refused
     error = _fence(ctx, request)
     if error != ErrorCode.NONE:
@@ -65,21 +103,14 @@ async def _leader_and_isr(ctx: RequestContext, request: LeaderAndIsrRequest) -> 
         for t, _, p, e in results])
 
 
-@handler(5)
+@handler(5, error_response=_stop_replica_error)
 def handle_stop_replica(ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
-    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.CLUSTER_ACTION)) is not None:
+    if (refused := ctx.authorizer.require_cluster_operation(ctx, request, Op.CLUSTER_ACTION)) is not None:
         return refused
     error = _fence(ctx, request)
     if error != ErrorCode.NONE:
         return StopReplicaResponse(error_code=int(error))
-    if ctx.version >= 3:
-        items = [(t.topic_name, p.partition_index, p.delete_partition)
-                 for t in request.topic_states for p in t.partition_states]
-    elif ctx.version >= 1:
-        items = [(t.name, p, request.delete_partitions) for t in request.topics for p in t.partition_indexes]
-    else:
-        items = [(p.topic_name, p.partition_index, request.delete_partitions)
-                 for p in request.ungrouped_partitions]
+    items = _stop_items(request, ctx.version)
     errors = ctx.replicas.stop_replicas(items)
     return StopReplicaResponse(error_code=0, partition_errors=[
         StopReplicaResponse.StopReplicaPartitionError(topic_name=t, partition_index=p,
@@ -87,9 +118,9 @@ def handle_stop_replica(ctx: RequestContext, request: StopReplicaRequest) -> Sto
         for t, p, _ in items])
 
 
-@handler(6)
+@handler(6, error_response=_update_metadata_error)
 def handle_update_metadata(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
-    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.CLUSTER_ACTION)) is not None:
+    if (refused := ctx.authorizer.require_cluster_operation(ctx, request, Op.CLUSTER_ACTION)) is not None:
         return refused
     error = _fence(ctx, request)
     if error == ErrorCode.NONE:

@@ -1,12 +1,13 @@
 """CreateDelegationToken (38), Renew (39), Expire (40), DescribeDelegationToken (41).
 
 This broker has no delegation token support (no `delegation.token.master.key`), and
-Kafka 2.8 checks the connection before the feature: tokens may only be requested over
-an authenticated channel, so on PLAINTEXT (and on SSL without a client certificate)
-every token request is DELEGATION_TOKEN_REQUEST_NOT_ALLOWED. Over SASL the request
-is allowed and meets the disabled feature instead: DELEGATION_TOKEN_AUTH_DISABLED
+Kafka 2.8 checks the connection before the feature (KafkaApis.allowTokenRequests): tokens
+may only be requested over an authenticated channel, so on PLAINTEXT, and on SSL without
+a client certificate (principal User:ANONYMOUS), every token request is
+DELEGATION_TOKEN_REQUEST_NOT_ALLOWED. Over SASL, or SSL with a client certificate, the
+request is allowed and meets the disabled feature instead: DELEGATION_TOKEN_AUTH_DISABLED
 (after CreateDelegationToken's check that every renewer is a User). The failed create
-still names its owner, the connection's principal: User:ANONYMOUS without SASL.
+still names its owner, the connection's principal (User:ANONYMOUS without a login).
 Timestamps that cannot exist are -1, as Kafka writes them.
 """
 from __future__ import annotations
@@ -24,7 +25,6 @@ from kafkalike.protocol.messages.renew_delegation_token import (RenewDelegationT
 
 ANONYMOUS = ("User", "ANONYMOUS")
 NO_TIMESTAMP = -1
-_SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 
 
 def listener_protocol(ctx: RequestContext) -> str:
@@ -36,16 +36,24 @@ def listener_protocol(ctx: RequestContext) -> str:
 
 
 def _token_error(ctx: RequestContext) -> ErrorCode:
-    if listener_protocol(ctx) not in _SASL_PROTOCOLS:
+    protocol = listener_protocol(ctx)
+    if protocol == "PLAINTEXT" or (protocol == "SSL" and ctx.principal == "User:ANONYMOUS"):
         return ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
     return ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
 
 
-def _create_error(request, version: int, code: ErrorCode) -> CreateDelegationTokenResponse:
+def _create_error(request, version: int, code: ErrorCode,
+                  owner: tuple[str, str] = ANONYMOUS) -> CreateDelegationTokenResponse:
     return CreateDelegationTokenResponse(
-        error_code=int(code), principal_type=ANONYMOUS[0], principal_name=ANONYMOUS[1],
+        error_code=int(code), principal_type=owner[0], principal_name=owner[1],
         issue_timestamp_ms=NO_TIMESTAMP, expiry_timestamp_ms=NO_TIMESTAMP, max_timestamp_ms=NO_TIMESTAMP,
         token_id="", hmac=b"")
+
+
+def _owner(ctx: RequestContext) -> tuple[str, str]:
+    """The request's principal as KafkaPrincipal's type and name ("User:CN=a,O=b" -> User, CN=a,O=b)."""
+    principal_type, _, name = ctx.principal.partition(":")
+    return principal_type, name
 
 
 def _renew_error(request, version: int, code: ErrorCode) -> RenewDelegationTokenResponse:
@@ -67,7 +75,7 @@ def handle_create_delegation_token(ctx: RequestContext,
     if code == ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED and any(
             r.principal_type != "User" for r in request.renewers):
         code = ErrorCode.INVALID_PRINCIPAL_TYPE
-    return _create_error(request, ctx.version, code)
+    return _create_error(request, ctx.version, code, _owner(ctx))
 
 
 @handler(39, error_response=_renew_error)

@@ -27,10 +27,10 @@ def handle_describe_producers(ctx: RequestContext, request: DescribeProducersReq
         known_topic = cache.contains(t.name)
         partitions = []
         for p in t.partition_indexes:
-            hosted = replicas.partitions.get((t.name, p))
+            hosted = replicas.partitions.get((t.name, p)) if t.name in readable and known_topic else None
             producers = []
             if t.name not in readable:
-                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED       # KafkaApis (3.0): READ on the topic
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED       # KafkaApis: READ on the topic
             elif not known_topic:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif hosted is not None:

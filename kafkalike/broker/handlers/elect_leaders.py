@@ -40,7 +40,17 @@ def _response(results: dict[TopicPartition, ElectionResult], all_partitions: boo
         ElectLeadersResponse.ReplicaElectionResult(topic=t, partition_result=ps) for t, ps in by_topic.items()])
 
 
-@handler(43)
+def _error(request, version: int, code: ErrorCode) -> ElectLeadersResponse:
+    """Every asked partition answered `code` with no message, and the top level too (v1+)."""
+    R = ElectLeadersResponse
+    topics = request.topic_partitions if request is not None and request.topic_partitions is not None else []
+    return R(throttle_time_ms=0, error_code=int(code), replica_election_results=[
+        R.ReplicaElectionResult(topic=t.topic, partition_result=[
+            R.PartitionResult(partition_id=p, error_code=int(code), error_message=None) for p in t.partition_id])
+        for t in topics])
+
+
+@handler(43, error_response=_error)
 def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest):
     if (refused := ctx.authorizer.require_cluster(ctx, request, Op.ALTER)) is not None:
         return refused

@@ -15,7 +15,7 @@ from __future__ import annotations
 from kafkalike.broker.authorizer.service import Op
 from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.common.versions import api_version_at_least
-from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.errors import ErrorCode, default_message
 from kafkalike.protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 
 FEATURE_VERSIONING_SINCE = "2.7-IV0"
@@ -44,8 +44,10 @@ def refusal(update) -> str:
 
 @handler(57, error_response=_top_level)
 def handle_update_features(ctx: RequestContext, request: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
-    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.ALTER)) is not None:
-        return refused
+    if not ctx.authorizer.authorize_cluster(ctx, Op.ALTER):
+        # ApiError(CLUSTER_AUTHORIZATION_FAILED): with the error's message.
+        return _top_level(request, ctx.version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                          default_message(ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
     if not ctx.controller.active:
         return _top_level(request, ctx.version, ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER)
     if not api_version_at_least(ctx.config.inter_broker_protocol_version, FEATURE_VERSIONING_SINCE):

@@ -85,7 +85,9 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest):
         order = list(context.partitions)
         refused = fetch_refused_topics(ctx, request.replica_id, {topic for topic, _ in order})
         params.partitions = {tp: spec for tp, spec in context.partitions.items() if tp[0] not in refused}
-    result = ctx.replicas.fetch(params, ctx.metadata.contains)
+    # Nothing to read (every partition refused, or none asked for): answered at once without
+    # the replica manager, as KafkaApis does when no partition is left to fetch.
+    result = ctx.replicas.fetch(params, ctx.metadata.contains) if params.partitions else {}
     convert = _Conversion(ctx, request, params) if ctx.version < 10 else None
     if context is None:
         if isinstance(result, defer.Deferred):

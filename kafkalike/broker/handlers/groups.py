@@ -18,7 +18,7 @@ from kafkalike.broker.registry import RequestContext, handler
 from kafkalike.coordinator.config import OFFSETS_TOPIC
 from kafkalike.coordinator.transaction.config import TRANSACTION_STATE_TOPIC
 from kafkalike.coordinator.results import JoinResult, LeaveResult, SyncResult
-from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.errors import ErrorCode, default_message
 from kafkalike.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from kafkalike.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from kafkalike.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -94,7 +94,7 @@ def handle_find_coordinator(ctx: RequestContext, request: FindCoordinatorRequest
 
 
 def _coordinator_answer(error: ErrorCode, node_id: int = -1, host: str = "", port: int = -1):
-    return FindCoordinatorResponse(error_code=int(error), error_message=_MESSAGES.get(error, error.name),
+    return FindCoordinatorResponse(error_code=int(error), error_message=_MESSAGES.get(error) or default_message(error),
                                    node_id=node_id, host=host, port=port)
 
 
@@ -165,13 +165,13 @@ def _join_answer(version: int, r: JoinResult) -> JoinGroupResponse:
 
 @handler(14, versions=(0, 5))
 def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest):
+    if ctx.version >= 5 and (request.protocol_type is None or request.protocol_name is None):
+        return _sync_answer(SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))   # checked first, as KafkaApis
     if not ctx.authorizer.authorize(ctx, Op.READ, GROUP, request.group_id):
         return _sync_answer(SyncResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     coordinator = coordinator_of(ctx)
     if coordinator is None:
         return _sync_answer(SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
-    if ctx.version >= 5 and (request.protocol_type is None or request.protocol_name is None):
-        return _sync_answer(SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
     assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
     d = coordinator.sync_group(
         request.group_id, request.generation_id, request.member_id,
@@ -261,7 +261,7 @@ def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListG
         return ListGroupsResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
     states = set(request.states_filter or []) if ctx.version >= 4 else set()
     error, groups = coordinator.list_groups(states)
-    if not ctx.authorizer.authorize_cluster(ctx, Op.DESCRIBE, log_denied=False):
+    if not ctx.authorizer.authorize_cluster(ctx, Op.DESCRIBE):
         groups = [g for g in groups if ctx.authorizer.authorize(ctx, Op.DESCRIBE, GROUP, g.group_id)]
     return ListGroupsResponse(error_code=int(error), groups=[
         ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state)
@@ -271,12 +271,16 @@ def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListG
 @handler(42, versions=(0, 2))
 def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     names = list(dict.fromkeys(request.groups_names))
-    coordinator = coordinator_of(ctx)
-    if coordinator is None:
-        errors = {g: ErrorCode.COORDINATOR_NOT_AVAILABLE for g in names}
-    else:
-        allowed = ctx.authorizer.filter(ctx, Op.DELETE, GROUP, names)
-        errors = coordinator.delete_groups([g for g in names if g in allowed])
-        errors.update((g, ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in names if g not in allowed)
+    allowed = [g for g in names if g in ctx.authorizer.filter(ctx, Op.DELETE, GROUP, names)]
+    errors: dict[str, ErrorCode] = {}
+    if allowed:
+        # Only authorized groups reach the coordinator, as in KafkaApis; refused ones are
+        # GROUP_AUTHORIZATION_FAILED whatever the coordinator's state.
+        coordinator = coordinator_of(ctx)
+        if coordinator is None:
+            errors = {g: ErrorCode.COORDINATOR_NOT_AVAILABLE for g in allowed}
+        else:
+            errors = coordinator.delete_groups(allowed)
+    errors.update((g, ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in names if g not in allowed)
     return DeleteGroupsResponse(results=[
         DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=int(errors[g])) for g in names])

@@ -39,6 +39,15 @@ def _error_response(request, version: int, code: ErrorCode) -> InitProducerIdRes
 
 @handler(22, error_response=_error_response)
 def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest):
+    # Authorization first, as KafkaApis: WRITE on the transactional id (an empty one too),
+    # else IDEMPOTENT_WRITE on the cluster or, KIP-679, WRITE on some topic.
+    authz = ctx.authorizer
+    if request.transactional_id is not None:
+        if not authz.authorize(ctx, Op.WRITE, TRANSACTIONAL_ID, request.transactional_id):
+            return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    elif not authz.authorize_cluster(ctx, Op.IDEMPOTENT_WRITE, log_denied=False) and not (
+            authz.allowed_by_resource_type(ctx.principal, ctx.client_host, Op.WRITE, TOPIC, api=ctx.api_key)):
+        return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     given_id = request.producer_id if ctx.version >= 3 else NO_PRODUCER_ID
     given_epoch = request.producer_epoch if ctx.version >= 3 else NO_PRODUCER_EPOCH
     if (given_id == NO_PRODUCER_ID) != (given_epoch == NO_PRODUCER_EPOCH):
@@ -46,8 +55,6 @@ def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest)
     if request.transactional_id is not None:
         if request.transactional_id == "":
             return _error(ErrorCode.INVALID_REQUEST)
-        if not ctx.authorizer.authorize(ctx, Op.WRITE, TRANSACTIONAL_ID, request.transactional_id):
-            return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         coordinator = transaction_coordinator(ctx)
         if coordinator is None:
             return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -56,10 +63,6 @@ def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest)
         return d.addCallback(lambda r: InitProducerIdResponse(
             error_code=int(fenced_for(ctx.version, 4, r.error)), producer_id=r.producer_id,
             producer_epoch=r.producer_epoch))
-    authz = ctx.authorizer
-    if not authz.authorize_cluster(ctx, Op.IDEMPOTENT_WRITE, log_denied=False) and not (
-            authz.allowed_by_resource_type(ctx.principal, ctx.client_host, Op.WRITE, TOPIC)):
-        return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)     # KIP-679: WRITE on some topic is enough
     manager = ctx.producer_ids
     if manager is None:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE)

@@ -82,7 +82,10 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest):
                     messages[tp] = f"{exc} in topic partition {topic.name}-{p.index}."
                 except InvalidRecordError:
                     early[tp] = ErrorCode.CORRUPT_MESSAGE
-    result = ctx.replicas.append_records(entries, request.acks, request.timeout_ms, ctx.metadata.contains)
+    # Nothing left to append (every partition refused or invalid): answered without the
+    # replica manager, as KafkaApis does when authorizedRequestInfo is empty.
+    result = ctx.replicas.append_records(entries, request.acks, request.timeout_ms, ctx.metadata.contains) \
+        if entries else {}
     if request.acks == 0:
         # No answer is sent for acks=0; Kafka closes the connection on a failure so the
         # client notices at all.

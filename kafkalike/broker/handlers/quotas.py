@@ -15,7 +15,7 @@ from kafkalike.broker.admin_quotas import (UNEXPECTED, QuotaAlteration, QuotaAlt
                                            QuotaFilterComponent, QuotaOp)
 from kafkalike.broker.authorizer.service import Op
 from kafkalike.broker.registry import RequestContext, handler
-from kafkalike.protocol.errors import ErrorCode
+from kafkalike.protocol.errors import ErrorCode, default_message
 from kafkalike.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from kafkalike.protocol.messages.describe_client_quotas import (DescribeClientQuotasRequest,
                                                                 DescribeClientQuotasResponse)
@@ -33,8 +33,9 @@ def _describe_error(request, version: int, code: ErrorCode,
 
 @handler(48, error_response=_describe_error)
 def handle_describe_client_quotas(ctx: RequestContext, request: DescribeClientQuotasRequest):
-    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.DESCRIBE_CONFIGS)) is not None:
-        return refused
+    if not ctx.authorizer.authorize_cluster(ctx, Op.DESCRIBE_CONFIGS):
+        # getErrorResponse(ClusterAuthorizationException): ApiError.fromThrowable drops the default message.
+        return _describe_error(request, ctx.version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     components = [QuotaFilterComponent(c.entity_type, c.match_type, c.match) for c in request.components]
     d = defer.ensureDeferred(ctx.admin.describe_client_quotas(components, request.strict))
     d.addCallback(_describe_response, request)
@@ -65,8 +66,10 @@ def _alter_error(request, version: int, code: ErrorCode,
 
 @handler(49, error_response=_alter_error)
 def handle_alter_client_quotas(ctx: RequestContext, request: AlterClientQuotasRequest):
-    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.ALTER_CONFIGS)) is not None:
-        return refused
+    if not ctx.authorizer.authorize_cluster(ctx, Op.ALTER_CONFIGS):
+        # getErrorResponse: each entry with the error's message.
+        return _alter_error(request, ctx.version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            default_message(ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
     alterations = [QuotaAlteration(entity=tuple((e.entity_type, e.entity_name) for e in entry.entity),
                                    ops=tuple(QuotaOp(op.key, op.value, op.remove) for op in entry.ops))
                    for entry in request.entries]

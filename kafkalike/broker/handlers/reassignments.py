@@ -4,12 +4,14 @@ As in Kafka 2.8 (KIP-455) both go to the controller's event queue; a broker that
 the controller answers NOT_CONTROLLER for the whole request and the admin client looks
 for the controller again. A partition given with a null replica list is a cancellation.
 Each partition's error carries Kafka's message (the controller's, or the error's
-default), which the admin client and kafka-reassign-partitions print.
+default), which the admin client and kafka-reassign-partitions print. They need ALTER and
+DESCRIBE on the cluster, refused as Kafka's authorizeClusterOperation refuses them.
 """
 from __future__ import annotations
 
 from kafkalike.broker.authorizer.service import Op
 from kafkalike.broker.registry import RequestContext, handler
+from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -34,9 +36,18 @@ def _alter_response(result) -> AlterPartitionReassignmentsResponse:
         for name, ps in by_topic.items()])
 
 
-@handler(45)
+def _alter_error(request, version: int, code: ErrorCode, message: str | None = None):
+    """AlterPartitionReassignmentsRequest.getErrorResponse: the error at the top and on each partition."""
+    R = AlterPartitionReassignmentsResponse
+    return R(error_code=int(code), error_message=message, responses=[
+        R.ReassignableTopicResponse(name=t.name, partitions=[R.ReassignablePartitionResponse(
+            partition_index=p.partition_index, error_code=int(code), error_message=message) for p in t.partitions])
+        for t in (request.topics if request is not None else [])])
+
+
+@handler(45, error_response=_alter_error)
 def handle_alter_partition_reassignments(ctx: RequestContext, request: AlterPartitionReassignmentsRequest):
-    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.ALTER)) is not None:
+    if (refused := ctx.authorizer.require_cluster_operation(ctx, request, Op.ALTER)) is not None:
         return refused
     wanted: dict[TopicPartition, list[int] | None] = {}
     for topic in request.topics:
@@ -59,9 +70,20 @@ def _list_response(result) -> ListPartitionReassignmentsResponse:
         for name, ps in by_topic.items()])
 
 
-@handler(46)
+def _list_error(request, version: int, code: ErrorCode, message: str | None = None):
+    """ListPartitionReassignmentsRequest.getErrorResponse: the error at the top, and each
+    asked partition listed with no replicas."""
+    R = ListPartitionReassignmentsResponse
+    topics = request.topics if request is not None and request.topics is not None else []
+    return R(error_code=int(code), error_message=message, topics=[
+        R.OngoingTopicReassignment(name=t.name, partitions=[R.OngoingPartitionReassignment(
+            partition_index=p, replicas=[], adding_replicas=[], removing_replicas=[]) for p in t.partition_indexes])
+        for t in topics])
+
+
+@handler(46, error_response=_list_error)
 def handle_list_partition_reassignments(ctx: RequestContext, request: ListPartitionReassignmentsRequest):
-    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.DESCRIBE)) is not None:
+    if (refused := ctx.authorizer.require_cluster_operation(ctx, request, Op.DESCRIBE)) is not None:
         return refused
     wanted = None if request.topics is None else [
         TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]

@@ -53,7 +53,9 @@ def handle_sasl_authenticate(ctx: RequestContext, request: SaslAuthenticateReque
 
     def answer(result):
         response, close = result
-        if close:
+        if response is None:          # Kafka answers nothing and closes at once (REAUTH_BAD_MECHANISM)
+            ctx.connection.transport.loseConnection()
+        elif close:
             ctx.connection.close_after_failed_authentication()
         return response
     return auth.authenticate(bytes(request.auth_bytes), ctx.version).addCallback(answer)

@@ -37,8 +37,9 @@ def _describe_error(request, version: int, code: ErrorCode,
 
 @handler(50, error_response=_describe_error)
 def handle_describe_user_scram_credentials(ctx: RequestContext, request: DescribeUserScramCredentialsRequest):
-    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.DESCRIBE)) is not None:
-        return refused
+    if not ctx.authorizer.authorize_cluster(ctx, Op.DESCRIBE):
+        # getErrorResponse(ClusterAuthorizationException): ApiError.fromThrowable drops the default message.
+        return _describe_error(request, ctx.version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     users = None if request.users is None else [u.name for u in request.users]
     d = defer.ensureDeferred(ctx.admin.describe_user_scram_credentials(users))
     return d.addCallbacks(_describe_response,
@@ -66,10 +67,10 @@ def _alter_error(request, version: int, code: ErrorCode,
 
 @handler(51, error_response=_alter_error)
 def handle_alter_user_scram_credentials(ctx: RequestContext, request: AlterUserScramCredentialsRequest):
-    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.ALTER)) is not None:
-        return refused
-    if not ctx.controller.active:
+    if not ctx.controller.active:      # before authorization, as KafkaApis
         return _alter_error(request, ctx.version, ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER)
+    if not ctx.authorizer.authorize_cluster(ctx, Op.ALTER):
+        return _alter_error(request, ctx.version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     upsertions = [ScramUpsertion(u.name, u.mechanism, u.iterations, u.salt, u.salted_password)
                   for u in request.upsertions]
     deletions = [ScramDeletion(d.name, d.mechanism) for d in request.deletions]

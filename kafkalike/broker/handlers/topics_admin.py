@@ -33,16 +33,23 @@ async def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
     results = []
     jobs = []
     authz = ctx.authorizer
-    creatable = ({t.name for t in request.topics} if authz.authorize_cluster(ctx, Op.CREATE, log_denied=False)
-                 else authz.filter(ctx, Op.CREATE, TOPIC, (t.name for t in request.topics)))
+    active = ctx.controller.active
+    names = [t.name for t in request.topics]
+    creatable = describable = set()
+    if active:
+        creatable = (set(names) if authz.authorize_cluster(ctx, Op.CREATE, log_denied=False)
+                     else authz.filter(ctx, Op.CREATE, TOPIC, names))
+        describable = authz.filter(ctx, Op.DESCRIBE_CONFIGS, TOPIC, names, log_denied=False)
     for t in request.topics:
         res = CreateTopicsResponse.CreatableTopicResult(name=t.name)
         results.append(res)
-        if not ctx.controller.active:
+        if active and t.name not in describable:
+            # Kafka: whatever becomes of the creation, configs the caller may not describe are not shown.
+            res.topic_config_error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        if not active:
             res.error_code, res.error_message = int(ErrorCode.NOT_CONTROLLER), "This is not the correct controller for this cluster."
         elif t.name in dup:
-            res.error_code, res.error_message = int(ErrorCode.INVALID_REQUEST), \
-                f"Create topics request from client `{ctx.client_id}` contains multiple entries for the following topics: {t.name}"
+            res.error_code, res.error_message = int(ErrorCode.INVALID_REQUEST), "Found multiple entries for this topic."
         elif t.name not in creatable:
             res.error_code, res.error_message = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), "Authorization failed."
         else:
@@ -59,11 +66,10 @@ async def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
             res.num_partitions, res.replication_factor = r.num_partitions, r.replication_factor
             if r.topic_id is not None:
                 res.topic_id = r.topic_id
-            if ctx.version >= 5 and not ctx.authorizer.authorize(ctx, Op.DESCRIBE_CONFIGS, TOPIC, t.name,
-                                                                 log_denied=False):
-                res.topic_config_error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)   # created, configs not shown
-            elif ctx.version >= 5:
+            if ctx.version >= 5 and t.name in describable:
                 res.configs = _config_entries(ctx, {c.name: c.value for c in t.configs})
+        else:
+            res.topic_config_error_code = 0      # a failed creation tells no configs' error (KafkaApis resets it)
     return CreateTopicsResponse(topics=results)
 
 

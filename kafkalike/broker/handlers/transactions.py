@@ -15,6 +15,7 @@ from twisted.internet import defer
 
 from kafkalike.broker.authorizer.service import GROUP, TOPIC, TRANSACTIONAL_ID, Op
 from kafkalike.broker.registry import RequestContext, handler
+from kafkalike.common.topics import INTERNAL_TOPICS
 from kafkalike.coordinator.config import OFFSETS_TOPIC
 from kafkalike.coordinator.records import NO_LEADER_EPOCH, OffsetAndMetadata
 from kafkalike.protocol.errors import ErrorCode
@@ -66,7 +67,9 @@ def handle_add_partitions_to_txn(ctx: RequestContext, request: AddPartitionsToTx
     if (refused := ctx.authorizer.require(ctx, request, Op.WRITE, TRANSACTIONAL_ID, request.transactional_id,
                                           ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)) is not None:
         return refused
-    writable = ctx.authorizer.filter(ctx, Op.WRITE, TOPIC, (t.name for t in request.topics))
+    # Internal topics are never authorized here (KafkaApis filters them out first), super users or not.
+    writable = ctx.authorizer.filter(ctx, Op.WRITE, TOPIC, (t.name for t in request.topics
+                                                            if t.name not in INTERNAL_TOPICS))
     errors: dict[str, dict[int, ErrorCode]] = {}
     unknown = False
     for t in request.topics:

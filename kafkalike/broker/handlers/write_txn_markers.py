@@ -38,7 +38,7 @@ TRANSACTIONS_SINCE = "0.11.0-IV0"
 Errors = dict[int, dict[tuple[str, int], ErrorCode]]   # producer id -> partition -> error
 
 
-def _markers_error(request, version: int, code: ErrorCode) -> WriteTxnMarkersResponse:
+def _markers_error(request, version: int, code: ErrorCode, message: str | None = None) -> WriteTxnMarkersResponse:
     errors: Errors = {}
     for m in (request.markers if request is not None else []):
         for t in m.topics:
@@ -61,11 +61,12 @@ def _response(errors: Errors) -> WriteTxnMarkersResponse:
 
 @handler(27, error_response=_markers_error)
 def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkersRequest):
-    if (refused := ctx.authorizer.require_cluster(ctx, request, Op.CLUSTER_ACTION)) is not None:
-        return refused
     if not api_version_at_least(ctx.config.inter_broker_protocol_version, TRANSACTIONS_SINCE):
-        # Kafka's ensureInterBrokerVersion: this cluster's protocol cannot carry transactions.
+        # Kafka's ensureInterBrokerVersion, before anything else: this cluster's protocol
+        # cannot carry transactions.
         return _markers_error(request, ctx.version, ErrorCode.UNSUPPORTED_VERSION)
+    if (refused := ctx.authorizer.require_cluster_operation(ctx, request, Op.CLUSTER_ACTION)) is not None:
+        return refused
     errors: Errors = {}
     pending = []
     timeout_ms = ctx.config.get("request.timeout.ms")

@@ -5,8 +5,9 @@ and must then send SaslHandshake; any other request closes the connection. A v0
 handshake is followed by raw SASL tokens, each framed by its size alone (no Kafka
 header); a v1 handshake by SaslAuthenticate requests. PLAIN completes in one token,
 SCRAM in two. A failed login is answered (SASL_AUTHENTICATION_FAILED with Kafka's
-message, or UNSUPPORTED_SASL_MECHANISM), logged, and the connection is closed only after
-connection.failed.authentication.delay.ms, reading nothing meanwhile. With
+message, or UNSUPPORTED_SASL_MECHANISM), logged as Kafka's Selector logs it (failures.py),
+and the connection is closed only after connection.failed.authentication.delay.ms,
+reading nothing meanwhile. With
 connections.max.reauth.ms set, the session lifetime goes back in the last
 SaslAuthenticate answer (KIP-368) and a later SaslHandshake on the live connection starts a
 re-authentication, which must keep the mechanism and the principal.
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Callable
 from twisted.internet import defer
 
 from kafkalike.broker.admin_quotas import fetch_entity, sanitize
+from kafkalike.broker.security.failures import failed_authentication
 from kafkalike.common.scram import ScramCredential, ScramError, ScramServerExchange
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.protocol.messages.sasl_authenticate import SaslAuthenticateResponse
@@ -59,10 +61,11 @@ class State(Enum):
 
 class SaslServerAuthenticator:
     def __init__(self, security: ListenerSecurity, fetch_credentials: Callable[[str], defer.Deferred],
-                 peer: str) -> None:
+                 peer: str, log_prefix: str = "") -> None:
         self.security = security
         self.fetch_credentials = fetch_credentials   # user -> Deferred[dict of the user znode]
         self.peer = peer
+        self.log_prefix = log_prefix        # the SocketServer's, which Kafka's Selector logs failures with
         self.state = State.HANDSHAKE_OR_VERSIONS
         self.raw_tokens = False             # after a v0 handshake
         self.mechanism: str | None = None
@@ -72,6 +75,7 @@ class SaslServerAuthenticator:
         self._previous_principal: str | None = None
         self._exchange: ScramServerExchange | None = None
         self.client_supports_reauth = False
+        self._bad_mechanism: str | None = None     # a re-authentication that asked for another mechanism
 
     # -- what the network layer asks ---------------------------------------------------
 
@@ -110,11 +114,20 @@ class SaslServerAuthenticator:
             self._previous_principal = self.principal
             self.state = State.HANDSHAKE
         enabled = list(self.security.mechanisms)
-        if mechanism not in enabled or (self._reauthenticating and mechanism != self.mechanism):
-            log.info("Failed authentication with %s (Unsupported SASL mechanism %s)", self.peer, mechanism)
+        if mechanism not in enabled:
+            failed_authentication(self.log_prefix, self.peer, f"Unsupported SASL mechanism {mechanism}",
+                                  reauthentication=self._reauthenticating)
             self.state = State.FAILED
             return SaslHandshakeResponse(error_code=int(ErrorCode.UNSUPPORTED_SASL_MECHANISM),
                                          mechanisms=enabled), True
+        if self._reauthenticating and mechanism != self.mechanism:
+            # Kafka's REAUTH_BAD_MECHANISM: the handshake is answered as usual, and the next
+            # token fails the re-authentication (no answer, the connection closed).
+            self._bad_mechanism = (f"SASL mechanism '{mechanism}' requested by client is not supported for "
+                                   f"re-authentication of mechanism '{self.mechanism}'")
+            self.raw_tokens = version == 0
+            self.state = State.AUTHENTICATE
+            return SaslHandshakeResponse(error_code=0, mechanisms=enabled), False
         self.mechanism = mechanism
         self.raw_tokens = version == 0
         self._exchange = None
@@ -124,9 +137,14 @@ class SaslServerAuthenticator:
     # -- tokens ------------------------------------------------------------------------
 
     def authenticate(self, token: bytes, version: int) -> defer.Deferred:
-        """Deferred[(SaslAuthenticateResponse, close_after)] for a SaslAuthenticate request."""
+        """Deferred[(SaslAuthenticateResponse, close_after)] for a SaslAuthenticate request;
+        (None, True) when Kafka closes the connection without an answer."""
         if version > 0:
             self.client_supports_reauth = True
+        if self._bad_mechanism is not None:
+            self.state = State.FAILED
+            failed_authentication(self.log_prefix, self.peer, self._bad_mechanism, reauthentication=True)
+            return defer.succeed((None, True))
         d = self.evaluate(token)
 
         def ok(reply: bytes | None):
@@ -144,6 +162,10 @@ class SaslServerAuthenticator:
 
     def evaluate(self, token: bytes) -> defer.Deferred:
         """Deferred[bytes | None]: the server's next token; fails with AuthenticationFailed."""
+        if self._bad_mechanism is not None:      # raw tokens after a v0 re-authentication handshake
+            self.state = State.FAILED
+            failed_authentication(self.log_prefix, self.peer, self._bad_mechanism, reauthentication=True)
+            return defer.fail(AuthenticationFailed(self._bad_mechanism))
         try:
             if self.mechanism == "PLAIN":
                 return defer.succeed(self._plain(token))
@@ -154,8 +176,12 @@ class SaslServerAuthenticator:
             return defer.fail(self._fail(exc))
 
     def _fail(self, exc: AuthenticationFailed) -> AuthenticationFailed:
+        """Logged as Kafka logs it: the client's message by the Selector at INFO, the
+        detail (which user, what was wrong) by this authenticator at DEBUG."""
         self.state = State.FAILED
-        log.info("Failed authentication with %s (%s)", self.peer, exc)
+        what = "re-authentication" if self._reauthenticating else "authentication"
+        log.debug("Failed during %s: %s", what, exc)
+        failed_authentication(self.log_prefix, self.peer, exc.client_message, reauthentication=self._reauthenticating)
         return exc
 
     def _generic_failure(self) -> str:
@@ -165,8 +191,9 @@ class SaslServerAuthenticator:
     def _succeed(self, user: str) -> None:
         principal = f"User:{user}"
         if self._reauthenticating and principal != self._previous_principal:
-            raise AuthenticationFailed(
-                f"Cannot change principals during re-authentication from {self._previous_principal}: {principal}")
+            # KafkaPrincipal type and name joined by a dot, as ReauthInfo.ensurePrincipalUnchanged formats them.
+            raise AuthenticationFailed("Cannot change principals during re-authentication from "
+                                       f"{self._previous_principal.replace(':', '.', 1)}: {principal.replace(':', '.', 1)}")
         self.principal = principal
         self.state = State.COMPLETE
         self._reauthenticating = False
