@@ -5,7 +5,9 @@
 # bin/kafka-dump-log.sh shows the segment file the broker wrote, and
 # bin/kafkalike-spark-load.sh loads the demo topic into Parquet with Spark (under $LOG_DIR).
 # A fault scenario (kill -9 of a partition leader under an acks=all producer) ends it.
-# The dashboard (bin/kafkalike-dashboard.sh) watches it all on http://127.0.0.1:9179/.
+# The dashboard (bin/kafkalike-dashboard.sh) watches it all on http://127.0.0.1:9179/;
+# start.sh waits until it answers there and prints the address it serves (or fails, with
+# the dashboard's output, if it could not start: a port already taken, say).
 # Stop everything with bin/kafkalike-lab.sh down and kill $(cat $LOG_DIR/dashboard.pid).
 set -euo pipefail
 
@@ -36,6 +38,9 @@ metrics_urls=$(bin/kafkalike-lab.sh status --json | "$PYTHON" -c 'import json, s
 nohup bin/kafkalike-dashboard.sh --bootstrap-server "$bootstrap" --zookeeper "localhost:$zk_port" \
     --metrics-url "$metrics_urls" > "$LOG_DIR/dashboard.out" 2>&1 < /dev/null &
 echo $! > "$dashboard_pid"
+# The address it serves, once it answers there; start.sh ends here if it could not start.
+dashboard_url=$(scripts/wait-for-dashboard.sh "$(cat "$dashboard_pid")" "$LOG_DIR/dashboard.out" 60)
+echo "The dashboard answers on $dashboard_url"
 
 topic=kafkalike-demo
 run() { echo; echo "\$ $*"; "$@"; }
@@ -101,5 +106,7 @@ run bin/kafkalike-lab.sh status
 
 echo
 echo "The lab keeps running (its logs in $LOG_DIR/lab). Stop it with: bin/kafkalike-lab.sh down"
-echo "The dashboard: http://127.0.0.1:9179/ (brokers, topics and ISR, groups and lag, rates)."
+# Still there after the demo? It answers, or start.sh says it stopped.
+dashboard_url=$(scripts/wait-for-dashboard.sh "$(cat "$dashboard_pid")" "$LOG_DIR/dashboard.out" 30)
+echo "The dashboard: $dashboard_url (brokers, topics and ISR, groups and lag, rates)."
 echo "  Stop it with: kill \$(cat $dashboard_pid)"

@@ -36,11 +36,13 @@ class ControllerRefused(Exception):
 class AlterIsrManager:
     """Made before the ReplicaManager, which it reaches only through `on_isr_updated`
     (Kafka's per-item callback into the partition): called with the partition and its old
-    ISR size once the controller's ISR is in place."""
+    ISR size once the controller's ISR is in place; and `on_isr_failed`, called with the
+    partition when the controller refused its change (Kafka's FailedIsrUpdatesPerSec)."""
 
     def __init__(self, broker_id: int, reactor, metadata: MetadataCache, config: KafkaConfig,
                  broker_epoch: Callable[[], int], is_shutting_down: Callable[[], bool],
-                 on_isr_updated: Callable[[Partition, int], None]):
+                 on_isr_updated: Callable[[Partition, int], None],
+                 on_isr_failed: Callable[[Partition], None] = lambda part: None):
         self.broker_id = broker_id
         self.reactor = reactor
         self.metadata = metadata
@@ -48,6 +50,7 @@ class AlterIsrManager:
         self.broker_epoch = broker_epoch
         self.is_shutting_down = is_shutting_down
         self.on_isr_updated = on_isr_updated
+        self.on_isr_failed = on_isr_failed
         self.unsent: dict[tuple[str, int], object] = {}
         self.conn: outbound.OutboundConnection | None = None
         self.conn_to: int | None = None
@@ -135,6 +138,7 @@ class AlterIsrManager:
             code = ErrorCode(result.error_code if result else ErrorCode.UNKNOWN_SERVER_ERROR)
             if code != ErrorCode.NONE:
                 log.info("[Partition %s-%d] Controller rejected ISR change: %s", tp[0], tp[1], code.name)
+                self.on_isr_failed(part)
                 continue
             if result.leader_epoch != part.leader_epoch:
                 continue    # a LeaderAndIsr overtook the answer; it is newer

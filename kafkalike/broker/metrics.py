@@ -4,9 +4,11 @@ Prometheus endpoint that serves them (docs/metrics.md has every name).
 The counters live with the code that counts (the replica manager's `ReplicaStats`, the
 listener's `RequestMetrics`, the controller's `ControllerStats`); this module registers
 them and adds the gauges, each a read of in-memory state done when the endpoint is
-scraped: partitions and their ISRs, logs, purgatories, the controller's context, the
-group coordinator's groups. So the request path pays for a few integer additions and a
-scrape pays for a walk over the partitions, on the reactor, with no I/O.
+scraped: partitions and their ISRs, logs, purgatories, the replica fetchers' lag, the
+controller's context, the group coordinator's groups; and the reactor's idle time
+(`kafkalike.metrics.reactor_idle`) and the process's log flush timer. So the request
+path pays for a few integer additions and a scrape pays for a walk over the partitions,
+on the reactor, with no I/O.
 
 The endpoint listens on `kafkalike.metrics.port` (-1, the default: no endpoint; 0: any
 free port) at `kafkalike.metrics.host`.
@@ -17,6 +19,8 @@ import logging
 from typing import TYPE_CHECKING, Iterator
 
 from kafkalike.metrics.core import Item, Kind, MetricName, MetricsRegistry, Reading, Table
+from kafkalike.metrics.reactor_idle import ReactorIdle
+from kafkalike.metrics.stats import LOG_FLUSH_STATS
 
 if TYPE_CHECKING:
     from kafkalike.broker.server import KafkaServer
@@ -57,13 +61,19 @@ class BrokerMetrics:
         self.port = None          # the listening port, once listening
         services = server.services
         self.registry.add_source(self._broker_state, "KafkaServer")
+        # The reactor is both Kafka's request handler pool and its network processors.
+        self.idle = ReactorIdle(getattr(server, "reactor", None))
+        if self.idle.measured:
+            self.registry.add_source(self.idle.readings, "KafkaRequestHandlerPool")
         self.registry.add_source(server.replica_manager.stats.readings, "BrokerTopicMetrics")
         self.registry.add_source(self._replica_manager, "ReplicaManager")
         self.registry.add_source(self._logs, "Log")
         self.registry.add_source(self._purgatories, "DelayedOperationPurgatory")
         if services.fetch_sessions is not None:
             self.registry.add_source(self._fetch_sessions, "FetchSessionCache")
+        self.registry.add_source(self._replica_fetchers, "ReplicaFetcherManager")
         self.registry.add_source(self._alter_log_dirs, "ReplicaAlterLogDirsManager")
+        self.registry.add_source(LOG_FLUSH_STATS.readings, "LogFlushStats")
         self.registry.add_source(services.request_metrics.readings, "RequestMetrics")
         self.registry.add_source(self._controller, "KafkaController")
         stats = getattr(services.controller, "stats", None)
@@ -76,7 +86,9 @@ class BrokerMetrics:
     # -- the endpoint -------------------------------------------------------------------
 
     async def listen(self) -> None:
-        """Open the endpoint if the config asks for one (port >= 0)."""
+        """Start measuring the reactor's idle time; open the endpoint if the config asks
+        for one (port >= 0)."""
+        self.idle.start()
         config = self.server.config
         port = config.get(PORT_KEY)
         if port < 0:
@@ -88,6 +100,7 @@ class BrokerMetrics:
                  host or "0.0.0.0", self.port.getHost().port)
 
     async def stop(self) -> None:
+        self.idle.stop()
         if self.port is not None:
             port, self.port = self.port, None
             await port.stopListening()
@@ -142,10 +155,11 @@ class BrokerMetrics:
 
     def _purgatories(self) -> Iterator[Reading]:
         manager = self.server.replica_manager
-        for operation, purgatory in (("Produce", manager.produce_purgatory), ("Fetch", manager.fetch_purgatory)):
-            tags = (("delayedOperation", operation),)
-            # Watched entries, an operation once per key it waits on, as Kafka counts them.
-            yield _gauge("kafka.server", "DelayedOperationPurgatory", "PurgatorySize", purgatory.watched(), tags)
+        purgatories = (("Produce", manager.produce_purgatory), ("Fetch", manager.fetch_purgatory))
+        for name, read in (("PurgatorySize", "watched"), ("NumDelayedOperations", "delayed")):
+            for operation, purgatory in purgatories:
+                yield _gauge("kafka.server", "DelayedOperationPurgatory", name, getattr(purgatory, read)(),
+                             (("delayedOperation", operation),))
 
     def _fetch_sessions(self) -> Iterator[Reading]:
         """Kafka's FetchSessionCache gauges and its eviction meter (KIP-227)."""
@@ -154,6 +168,13 @@ class BrokerMetrics:
         yield _gauge(*fsc, "NumIncrementalFetchSessions", len(cache))
         yield _gauge(*fsc, "NumIncrementalFetchPartitionsCached", cache.total_partitions)
         yield Reading(MetricName(*fsc, "IncrementalFetchSessionEvictionsPerSec"), Kind.METER, cache.evictions)
+
+    def _replica_fetchers(self) -> Iterator[Reading]:
+        """Kafka's ReplicaFetcherManager MaxLag: how many offsets the furthest-behind
+        partition this broker follows is behind its leader's high watermark."""
+        fetchers = getattr(self.server, "fetchers", None)
+        yield _gauge("kafka.server", "ReplicaFetcherManager", "MaxLag", fetchers.max_lag() if fetchers else 0,
+                     (("clientId", "Replica"),))
 
     def _alter_log_dirs(self) -> Iterator[Reading]:
         """Kafka's fetcher manager MaxLag for moves between log dirs: the largest number of
@@ -172,7 +193,9 @@ class BrokerMetrics:
         yield _gauge(*kc, "ActiveControllerCount", int(active))
         offline = imbalance = partitions = topics = deleting = 0
         if ctx is not None:
-            deleting_topics = set(ctx.topics_to_delete)
+            # Kafka's topicsToBeDeleted holds the topics waiting for a reassignment too
+            # (ineligible for deletion until it ends).
+            deleting_topics = set(ctx.topics_to_delete) | set(ctx.deletions_waiting)
             states = dict(ctx.partition_states)
             leadership = dict(ctx.leadership)
             assignments = dict(ctx.assignments)

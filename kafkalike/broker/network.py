@@ -23,7 +23,8 @@ when nothing is buffered before them; under TLS they are read and written as byt
 through the transport.
 
 Security (docs/security.md): on an SSL listener the transport is Twisted's TLS protocol
-and the principal comes from the client's certificate once the handshake completes; on a
+and the principal comes from the client's certificate once the handshake completes (a
+handshake that fails is logged as Kafka's Selector logs it, security/failures.py); on a
 SASL listener the connection carries a `SaslServerAuthenticator` that admits only
 ApiVersions, SaslHandshake and SaslAuthenticate until the login completes (anything else
 closes the connection, as Kafka's authenticator does), takes the raw tokens that follow a
@@ -37,6 +38,7 @@ import logging
 import time
 from collections import deque
 
+from OpenSSL import SSL
 from twisted.internet import defer, protocol
 from twisted.internet.interfaces import IHandshakeListener
 from zope.interface import implementer
@@ -45,6 +47,7 @@ from kafkalike.broker import request_log
 from kafkalike.common.framing import SizePrefixedReceiver
 from kafkalike.broker.registry import HANDLERS, BrokerServices, RequestContext
 from kafkalike.broker.security.authenticator import SaslServerAuthenticator, zookeeper_credentials
+from kafkalike.broker.security.failures import SSL_HANDSHAKE_FAILED, failed_authentication, socket_server_prefix
 from kafkalike.broker.security.listener import ListenerSecurity
 from kafkalike.broker.security.principal import NoMatchingRule
 from kafkalike.common.keystores import principal_name
@@ -104,6 +107,7 @@ class KafkaConnection(SizePrefixedReceiver):
         self.security = security
         self.principal = ANONYMOUS
         self.authenticator: SaslServerAuthenticator | None = None
+        self._tls_established = False       # the TLS handshake completed (TLS listeners)
         self._closing = False
         self._reactor = reactor
         self.connections = connections
@@ -146,13 +150,14 @@ class KafkaConnection(SizePrefixedReceiver):
         self.connections.add(self)
         if self.security is not None and self.security.sasl:
             credentials = self.security.credentials or zookeeper_credentials(self.services.zk)
-            self.authenticator = SaslServerAuthenticator(self.security, credentials,
-                                                         "/" + self.peer.rsplit(":", 1)[0])
+            self.authenticator = SaslServerAuthenticator(self.security, credentials, "/" + self.host,
+                                                         socket_server_prefix(self.services.broker_id))
 
     def handshakeCompleted(self) -> None:
         """TLS is up: on an SSL listener a client certificate names the principal
         (Kafka's DefaultKafkaPrincipalBuilder: the subject's distinguished name, through
         ssl.principal.mapping.rules)."""
+        self._tls_established = True
         if self.security is None or self.security.protocol != "SSL":
             return
         cert = self.transport.getPeerCertificate() if hasattr(self.transport, "getPeerCertificate") else None
@@ -161,7 +166,7 @@ class KafkaConnection(SizePrefixedReceiver):
             try:
                 self.principal = "User:" + self.security.principal_mapper.name(dn)
             except NoMatchingRule as exc:
-                log.info("Failed authentication with /%s (%s)", self.peer.rsplit(":", 1)[0], exc)
+                failed_authentication(socket_server_prefix(self.services.broker_id), "/" + self.host, str(exc))
                 self.transport.abortConnection()
 
     def close_after_failed_authentication(self) -> None:
@@ -183,6 +188,14 @@ class KafkaConnection(SizePrefixedReceiver):
             self.transport.loseConnection()
 
     def connectionLost(self, reason=protocol.connectionDone) -> None:
+        if (self.security is not None and self.security.tls is not None and not self._tls_established
+                and reason is not None and reason.check(SSL.Error)):
+            # The TLS handshake failed (Twisted's TLS layer hands its SSL.Error on; a client
+            # that only went away mid-handshake arrives as ConnectionLost and is not logged,
+            # as Kafka logs that at DEBUG): Kafka's Selector line, the library's words at DEBUG.
+            log.debug("SSL handshake with %s failed: %s", self.peer, reason.getErrorMessage())
+            failed_authentication(socket_server_prefix(self.services.broker_id), "/" + self.host,
+                                  SSL_HANDSHAKE_FAILED)
         self.connections.discard(self)
         self._queue.clear()
         self._inflight.clear()
@@ -411,7 +424,8 @@ class KafkaConnection(SizePrefixedReceiver):
         """Kafka's request metrics, and its request log line, from the times kept with each request."""
         ctx = slot.ctx
         self.services.request_metrics.record(ctx.api_key, slot.version, ctx.api_key == 1 and slot.follower,
-                                             slot.received, slot.started, slot.handled, slot.ready_at, sent)
+                                             slot.received, slot.started, slot.handled, slot.ready_at, sent,
+                                             slot.response)
         if slot.log is not None:
             request_log.log_completed(self, slot.log, ctx, slot.response, slot.version,
                                       (slot.received, slot.started, slot.handled, slot.ready_at, dequeued, sent),

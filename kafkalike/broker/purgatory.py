@@ -80,7 +80,14 @@ class Purgatory:
         return done
 
     def watched(self) -> int:
+        """Kafka's PurgatorySize: watch entries, an operation once per key it waits on
+        (completed ones count until their key is next checked, as in Kafka until a purge)."""
         return sum(len(v) for v in self._watchers.values())
+
+    def delayed(self) -> int:
+        """Kafka's NumDelayedOperations: operations waiting, each once, however many keys
+        it watches."""
+        return len({id(op) for ops in self._watchers.values() for op in ops if not op.completed})
 
     def shutdown(self) -> None:
         """Drop what waits, answering nothing, as Kafka's purgatory shutdown does.

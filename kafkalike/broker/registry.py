@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from kafkalike.broker.request_errors import error_counter
 from kafkalike.metrics.stats import RequestMetrics
 from kafkalike.protocol.api import APIS, ApiSpec
 from kafkalike.protocol.errors import ErrorCode
@@ -83,8 +84,13 @@ class BrokerServices:
     # Incremental fetch sessions (fetch_session.py); None: every fetch is sessionless.
     fetch_sessions: FetchManager | None = None
     # Kafka's RequestMetrics, which the listener records every answered request into.
-    request_metrics: RequestMetrics = field(
-        default_factory=lambda: RequestMetrics({key: spec.name for key, spec in APIS.items()}))
+    request_metrics: RequestMetrics = field(default_factory=lambda: new_request_metrics())
+
+
+def new_request_metrics() -> RequestMetrics:
+    """Kafka's request metrics named by API and error code, counting responses' error codes."""
+    return RequestMetrics({key: spec.name for key, spec in APIS.items()}, {e.value: e.name for e in ErrorCode},
+                          error_counter)
 
 
 @dataclass

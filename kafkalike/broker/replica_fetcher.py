@@ -56,6 +56,7 @@ class FetchState:
     fetch_offset: int
     leader_epoch: int
     in_sync: bool = False     # caught up with the leader's high watermark at the last answer
+    lag: int = 0              # the leader's high watermark less our fetch offset, at the last answer
 
 
 class ReplicaFetcher:
@@ -226,6 +227,9 @@ class ReplicaFetcher:
             if self.quota is not None and self.quota.is_throttled(*tp):
                 self.quota.record(len(records))
         state.in_sync = state.fetch_offset >= pr.high_watermark
+        # Kafka's fetcher lag (FetcherLagMetrics, whose maximum is MaxLag), set as its
+        # processFetchRequest sets it: the high watermark less the next offset to fetch.
+        state.lag = max(0, pr.high_watermark - state.fetch_offset)
         high_watermark = log_.high_watermark
         log_.update_high_watermark(min(pr.high_watermark, log_.log_end_offset))
         if log_.high_watermark != high_watermark:
@@ -290,6 +294,12 @@ class ReplicaFetcherManager:
     def remove(self, tp: TopicPartition) -> None:
         for fetcher in self.fetchers.values():
             fetcher.remove(tp)
+
+    def max_lag(self) -> int:
+        """Kafka's kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica: the
+        largest lag, in offsets, of any partition this broker follows (0 with none)."""
+        return max((state.lag for fetcher in list(self.fetchers.values())
+                    for state in list(fetcher.partitions.values())), default=0)
 
     def shutdown(self) -> None:
         for fetcher in self.fetchers.values():

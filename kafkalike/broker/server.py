@@ -22,7 +22,7 @@ from kafkalike.broker.client_quotas import ClientQuotas
 from kafkalike.broker.fetch_session import FetchManager, FetchSessionCache
 from kafkalike.broker.config import ConfigError, KafkaConfig, api_version_at_least
 from kafkalike.broker.config_changes import ConfigChangeListener
-from kafkalike.broker.dynamic_config import LISTENER_CONFIGS, LOG_CONFIGS, DynamicBrokerConfig
+from kafkalike.broker.dynamic_config import CLEANER_CONFIGS, LISTENER_CONFIGS, LOG_CONFIGS, DynamicBrokerConfig
 from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.broker.metadata_cache import MetadataCache
 from kafkalike.broker.metrics import BrokerMetrics, start_metrics
@@ -140,9 +140,7 @@ class KafkaServer:
             scheduler=lambda ms, fn: reactor.callLater(ms / 1000.0, reactor.callInThread, fn),
             enable_cleaner=cfg.get("log.cleaner.enable"),
             max_producer_id_expiration_ms=cfg.get("transactional.id.expiration.ms"),
-            cleaner_options={"backoff_ms": cfg.get("log.cleaner.backoff.ms"),
-                             "dedupe_buffer_size": cfg.get("log.cleaner.dedupe.buffer.size"),
-                             "io_buffer_load_factor": cfg.get("log.cleaner.io.buffer.load.factor")})
+            cleaner_options=self._cleaner_options())
         logging.getLogger("kafka.log.LogManager").info(
             "Logs loading complete in %d ms.", (time.monotonic() - loading_started) * 1000)
         if self.log_manager.cleaner is not None:
@@ -153,7 +151,8 @@ class KafkaServer:
         self.alter_isr = AlterIsrManager(
             self.broker_id, self.reactor, self.metadata_cache, cfg, broker_epoch=lambda: self.broker_epoch,
             is_shutting_down=lambda: self.shutting_down,
-            on_isr_updated=lambda part, old_isr_size: self.replica_manager.on_isr_updated(part, old_isr_size))
+            on_isr_updated=lambda part, old_isr_size: self.replica_manager.on_isr_updated(part, old_isr_size),
+            on_isr_failed=lambda part: self.replica_manager.stats.isr_update_failed())
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, self.reactor, self.topic_configs.effective, self.time_ms,
             topic_configs=self.topic_configs, zk=self.zk, fetchers=self.fetchers, alter_isr=self.alter_isr,
@@ -398,7 +397,8 @@ class KafkaServer:
                                        await self.zk.get_broker_configs(self.broker_id))
         self.topic_configs.set_defaults(default_log_config(cfg))
         self.dynamic_config.add_reconfigurable(LOG_CONFIGS, self._log_defaults_changed)
-        self.dynamic_config.add_reconfigurable({"log.cleaner.backoff.ms"}, self._cleaner_changed)
+        self.dynamic_config.add_reconfigurable(CLEANER_CONFIGS - {"message.max.bytes", "log.cleaner.io.buffer.size"},
+                                               self._cleaner_changed)
         self.dynamic_config.add_reconfigurable(LISTENER_CONFIGS, self._listeners_changed)
 
     async def _reload_topic_config(self, topic: str) -> None:
@@ -457,10 +457,23 @@ class KafkaServer:
         if defaults.unclean_leader_election_enable and not before:
             self._unclean_election_enabled()
 
+    def _cleaner_options(self) -> dict:
+        """The log cleaner's settings from the broker config (Kafka's LogCleaner.cleanerConfig)."""
+        cfg = self.config
+        return {"threads": cfg.get("log.cleaner.threads"),
+                "backoff_ms": cfg.get("log.cleaner.backoff.ms"),
+                "dedupe_buffer_size": cfg.get("log.cleaner.dedupe.buffer.size"),
+                "io_buffer_load_factor": cfg.get("log.cleaner.io.buffer.load.factor"),
+                "io_max_bytes_per_second": cfg.get("log.cleaner.io.max.bytes.per.second")}
+
     def _cleaner_changed(self, changed: set[str]) -> None:
+        """LogCleaner.reconfigure: a new thread count or map size restarts the cleaner's
+        threads; the I/O rate and the backoff apply at once. Stopping threads waits for
+        them to leave their passes, so it runs on a thread, never on the reactor."""
         cleaner = self.log_manager.cleaner if self.log_manager is not None else None
         if cleaner is not None:
-            cleaner.backoff_ms = self.config.get("log.cleaner.backoff.ms")
+            d = threads.deferToThread(cleaner.reconfigure, **self._cleaner_options())
+            d.addErrback(lambda f: log.error("Failed to reconfigure the log cleaner: %s", f.getTraceback()))
 
     def _unclean_election_enabled(self) -> None:
         """Kafka's enableDefaultUncleanLeaderElection / enableTopicUncleanLeaderElection:

@@ -26,9 +26,10 @@ def families(items: Iterable[Item]) -> Iterator[Metric]:
     def family_of(name, kind: Kind) -> tuple[str, Metric | None]:
         family = naming.family_name(name, kind)
         metric = found.get(family)
+        type_ = naming.prometheus_type(name, kind)
         if metric is None:
-            metric = found[family] = Metric(family, naming.help_text(name, kind), kind.value)
-        elif metric.type != kind.value:
+            metric = found[family] = Metric(family, naming.help_text(name, kind), type_)
+        elif metric.type != type_:
             return family, None   # the same name as another kind would make the exposition invalid
         return family, metric
 
@@ -59,7 +60,7 @@ def _add_table(table: Table, family_of) -> None:
 
 def _add_samples(metric: Metric, family: str, labels: dict[str, str], kind: Kind, value) -> None:
     if kind is Kind.METER:
-        metric.add_sample(family + "_total", labels, float(value))
+        metric.add_sample(family if metric.type == "unknown" else family + "_total", labels, float(value))
     elif kind is Kind.GAUGE:
         metric.add_sample(family, labels, float(value))
     elif kind is Kind.HISTOGRAM:

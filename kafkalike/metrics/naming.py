@@ -8,6 +8,9 @@ itself, so those dashboards work unchanged. The rules, as this module applies th
 
 - a meter, `kafka.X<type=T, name=NPerSec, k=v...><>Count` ->
   counter `kafka_X_T_N_total{k="v"}` (the `PerSec` suffix and anything after it dropped);
+  a meter whose name has no `PerSec` (`RequestHandlerAvgIdlePercent`) falls to the
+  exporter's generic `<>Count` rule instead: `kafka_X_T_N_count`, served untyped (a
+  Prometheus counter's samples must end in `_total`; the series is the exporter's);
 - a gauge, `kafka.X<type=T, name=N, k=v...><>Value` -> gauge `kafka_X_T_N{k="v"}`;
 - a histogram or timer, `...><>Count` -> `kafka_X_T_N_count{...}`. The exporter also
   turns the Yammer percentiles into gauges `kafka_X_T_N{quantile="0.99"}`; kafkalike
@@ -41,9 +44,19 @@ def safe_name(text: str) -> str:
 def _family(domain: str, type_: str, short: str, kind: Kind) -> str:
     if kind is Kind.METER:
         match = _PER_SEC.match(short)
-        if match:
-            short = match.group(1)
+        short = match.group(1) if match else short + "_count"
     return safe_name(f"{domain}_{type_}_{short}".replace(".", "_")).lower()
+
+
+def is_count(name: MetricName, kind: Kind) -> bool:
+    """A meter the exporter names by its `<>Count` rule (no `PerSec` in its name): one
+    untyped sample named as its family, `..._count`."""
+    return kind is Kind.METER and _PER_SEC.match(name.name) is None
+
+
+def prometheus_type(name: MetricName, kind: Kind) -> str:
+    """The family's Prometheus type."""
+    return "unknown" if is_count(name, kind) else kind.value
 
 
 def family_name(name: MetricName, kind: Kind) -> str:
@@ -56,7 +69,7 @@ def family_name(name: MetricName, kind: Kind) -> str:
 def sample_name(name: MetricName, kind: Kind) -> str:
     """The name a single-valued sample is exposed under (`..._total` for meters)."""
     family = family_name(name, kind)
-    return family + "_total" if kind is Kind.METER else family
+    return family + "_total" if kind is Kind.METER and not is_count(name, kind) else family
 
 
 def labels(name: MetricName) -> dict[str, str]:

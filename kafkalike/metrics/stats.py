@@ -13,8 +13,10 @@ Kafka protocol's codes.
 """
 from __future__ import annotations
 
+import threading
 from bisect import bisect_left
-from typing import Iterable, Iterator, Mapping
+from collections import defaultdict
+from typing import Callable, Iterable, Iterator, Mapping
 
 from kafkalike.metrics.core import (
     LATENCY_BUCKETS_MS,
@@ -88,6 +90,7 @@ class ReplicaStats:
         self.replication_bytes_out = 0
         self.isr_expands = 0
         self.isr_shrinks = 0
+        self.failed_isr_updates = 0
 
     def topic(self, topic: str) -> TopicMeters:
         meters = self.topics.get(topic)
@@ -141,6 +144,11 @@ class ReplicaStats:
         elif new_size < old_size:
             self.isr_shrinks += 1
 
+    def isr_update_failed(self) -> None:
+        """The controller refused an ISR change this leader proposed (Kafka's
+        FailedIsrUpdatesPerSec, marked when AlterIsr answers a partition with an error)."""
+        self.failed_isr_updates += 1
+
     def forget_topic(self, topic: str) -> None:
         """The topic's last replica here was deleted: drop its series (Kafka removes
         them), keeping its counts in the all-topics totals."""
@@ -164,7 +172,8 @@ class ReplicaStats:
                       self.replication_bytes_out)
         yield Table(_TOPIC_METER_NAMES, Kind.METER, ("topic",),
                     [(topic, *(getattr(meters, attr) for attr, _ in _TOPIC_METERS)) for topic, meters in topics])
-        for meter, count in (("IsrExpandsPerSec", self.isr_expands), ("IsrShrinksPerSec", self.isr_shrinks)):
+        for meter, count in (("IsrExpandsPerSec", self.isr_expands), ("IsrShrinksPerSec", self.isr_shrinks),
+                             ("FailedIsrUpdatesPerSec", self.failed_isr_updates)):
             yield Reading(MetricName("kafka.server", "ReplicaManager", meter), Kind.METER, count)
 
 
@@ -181,12 +190,13 @@ class ApiRequestMetrics:
     histogram, and the parts of the total (queue, local, remote, send) as sums. Kept in
     seconds as the listener's clock gives them; milliseconds at scrape time."""
 
-    __slots__ = ("requests", "buckets", "total_s", "queue_s", "local_s", "remote_s", "send_s")
+    __slots__ = ("requests", "buckets", "total_s", "queue_s", "local_s", "remote_s", "send_s", "errors")
 
     def __init__(self) -> None:
         self.requests = [0] * _MAX_VERSION
         self.buckets = [0] * (len(_BOUNDS_S) + 1)
         self.total_s = self.queue_s = self.local_s = self.remote_s = self.send_s = 0.0
+        self.errors: defaultdict[int, int] = defaultdict(int)    # error code -> count (ErrorsPerSec)
 
     def observe(self, version: int, received: float, started: float, handled: float, ready: float,
                 sent: float) -> None:
@@ -214,16 +224,27 @@ class RequestMetrics:
     arrived, when its handling started, when the handler returned, when the response
     was ready, when it was written. Fetches are counted under Fetch and under
     FetchConsumer or FetchFollower, as Kafka's request metrics split them.
+
+    ErrorsPerSec counts the error codes of each response (NONE included, as Kafka's
+    errorCounts() does), under the request's name only (a fetch under Fetch). What a
+    response's codes are is the protocol's knowledge, not this floor's: the owner gives
+    `error_counter`, which makes for a response class a function adding its codes to a
+    defaultdict(int); without one, no errors are counted. A request answered with nothing (acks=0)
+    counts none, as in Kafka.
     """
 
-    def __init__(self, api_names: Mapping[int, str] | None = None):
+    def __init__(self, api_names: Mapping[int, str] | None = None, error_names: Mapping[int, str] | None = None,
+                 error_counter: Callable[[type], Callable[[object, dict], None]] | None = None):
         self.api_names = dict(api_names or {})
+        self.error_names = dict(error_names or {})
+        self._error_counter = error_counter
+        self._counters: dict[type, Callable[[object, dict], None]] = {}
         self._by_key: dict[int, ApiRequestMetrics] = {}
         self.fetch_consumer = ApiRequestMetrics()
         self.fetch_follower = ApiRequestMetrics()
 
     def record(self, api_key: int, version: int, follower: bool, received: float, started: float,
-               handled: float, ready: float, sent: float) -> None:
+               handled: float, ready: float, sent: float, response: object = None) -> None:
         """One answered request (observe() inlined: this runs once per request)."""
         metrics = self._by_key.get(api_key)
         if metrics is None:
@@ -239,12 +260,26 @@ class RequestMetrics:
         metrics.local_s += handled - started
         metrics.remote_s += ready - handled
         metrics.send_s += sent - ready
+        if response is not None:
+            count = self._counters.get(type(response))
+            if count is None:
+                count = self._counter_of(type(response))
+            count(response, metrics.errors)
         if api_key == FETCH_API_KEY:
             (self.fetch_follower if follower else self.fetch_consumer).observe(
                 min(version, _MAX_VERSION - 1), received, started, handled, ready, sent)
 
+    def _counter_of(self, response_class: type) -> Callable[[object, dict], None]:
+        made = self._error_counter
+        count = made(response_class) if made is not None else _count_nothing
+        self._counters[response_class] = count
+        return count
+
     def name_of(self, api_key: int) -> str:
         return self.api_names.get(api_key, f"ApiKey{api_key}")
+
+    def error_name(self, code: int) -> str:
+        return self.error_names.get(code, f"Error{code}")
 
     def _named(self) -> Iterable[tuple[str, ApiRequestMetrics]]:
         for key, metrics in sorted(self._by_key.items()):
@@ -260,6 +295,11 @@ class RequestMetrics:
                 if count:
                     yield Reading(MetricName("kafka.network", "RequestMetrics", "RequestsPerSec",
                                              (("request", request), ("version", str(version)))), Kind.METER, count)
+        for key, metrics in sorted(self._by_key.items()):
+            request = self.name_of(key)
+            for code, count in sorted(metrics.errors.items()):
+                yield Reading(MetricName("kafka.network", "RequestMetrics", "ErrorsPerSec",
+                                         (("request", request), ("error", self.error_name(code)))), Kind.METER, count)
         for request, metrics in named:
             yield Reading(MetricName("kafka.network", "RequestMetrics", "TotalTimeMs", (("request", request),)),
                           Kind.HISTOGRAM, metrics.total_ms())
@@ -268,6 +308,10 @@ class RequestMetrics:
             for request, metrics in named:
                 yield Reading(MetricName("kafka.network", "RequestMetrics", part, (("request", request),)),
                               Kind.SUMMARY, SummaryValue(metrics.count, getattr(metrics, attr) * 1000.0))
+
+
+def _count_nothing(_response: object, _counts: dict) -> None:
+    return None
 
 
 # -- ControllerStats -----------------------------------------------------------------
@@ -329,3 +373,32 @@ class ControllerStats:
             yield Reading(MetricName("kafka.controller", "ControllerStats", name), Kind.HISTOGRAM, value)
         yield Reading(MetricName("kafka.controller", "ControllerStats", "UncleanLeaderElectionsPerSec"),
                       Kind.METER, self.unclean_elections)
+
+
+# -- LogFlushStats --------------------------------------------------------------------
+
+
+class LogFlushStats:
+    """kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs: Kafka times each segment's
+    flush (the log and its indexes fsynced) with this one timer, shared by every log of the
+    process. Flushes run on worker threads, so observations take a lock; a flush is an
+    fsync, next to which the lock costs nothing."""
+
+    NAME = MetricName("kafka.log", "LogFlushStats", "LogFlushRateAndTimeMs")
+
+    def __init__(self) -> None:
+        self.timer = Histogram(LATENCY_BUCKETS_MS)
+        self._lock = threading.Lock()
+
+    def flushed(self, seconds: float) -> None:
+        with self._lock:
+            self.timer.observe(seconds * 1000.0)
+
+    def readings(self) -> Iterator[Reading]:
+        with self._lock:
+            value = self.timer.value()
+        yield Reading(self.NAME, Kind.HISTOGRAM, value)
+
+
+# One per process, as Kafka's LogFlushStats object is one per JVM: storage times its flushes here.
+LOG_FLUSH_STATS = LogFlushStats()

@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from kafkalike.metrics.stats import LOG_FLUSH_STATS
 from kafkalike.storage import layout
 from kafkalike.storage.checkpoints import LeaderEpochCheckpointFile
 from kafkalike.storage.config import LONG_MAX, LogConfig
@@ -795,17 +796,22 @@ class Log:
                 return
             first = max(0, self._floor_index(self.recovery_point))
             chosen = [s for s in self._segments[first:] if s.base_offset < target]
-            fds = [fd for s in chosen for fd in s.dup_fds()]
+            per_segment = [s.dup_fds() for s in chosen]
             new_segment = bool(chosen) and chosen[-1].base_offset >= self.recovery_point
             truncations = self._truncations
         try:
-            for fd in fds:
-                os.fsync(fd)
+            for fds in per_segment:
+                # Kafka's LogFlushRateAndTimeMs times each segment's flush (log and indexes).
+                started = time.monotonic()
+                for fd in fds:
+                    os.fsync(fd)
+                LOG_FLUSH_STATS.flushed(time.monotonic() - started)
             if new_segment:
                 layout.fsync_dir(self.dir)
         finally:
-            for fd in fds:
-                os.close(fd)
+            for fds in per_segment:
+                for fd in fds:
+                    os.close(fd)
         with self._lock:
             if truncations == self._truncations and target > self.recovery_point:
                 self.recovery_point = target

@@ -8,7 +8,8 @@ own chroot), the log dirs under --dir (memory by default):
 
 - "no recording": the broker with every metric recording call stubbed out (the
   replica manager's and the listener's counting calls replaced by no-ops, the listener's
-  clock by a constant), which is what the broker cost before it had metrics;
+  clock by a constant, the reactor's poller left unwrapped), which is what the broker
+  cost before it had metrics;
 - "recording": the broker as shipped, metrics counted, no endpoint (the default);
 - "endpoint + scrapes": metrics counted and `kafkalike.metrics.port` set, scraped over
   HTTP every --scrape-interval seconds by a separate process for the whole run (Prometheus
@@ -69,14 +70,17 @@ def run_broker_without_recording(argv: list[str]) -> None:
 
     sys.path.insert(0, str(REPO_ROOT))
     import kafkalike.broker.network as network
-    from kafkalike.metrics.stats import ReplicaStats, RequestMetrics
+    from kafkalike.metrics.reactor_idle import ReactorIdle
+    from kafkalike.metrics.stats import LogFlushStats, ReplicaStats, RequestMetrics
 
     def nothing(*_args, **_kwargs) -> None:
         return None
 
-    for name in ("appended", "append_failed", "fetched", "replicated_in", "isr_changed"):
+    for name in ("appended", "append_failed", "fetched", "replicated_in", "isr_changed", "isr_update_failed"):
         setattr(ReplicaStats, name, nothing)
-    RequestMetrics.record = nothing
+    RequestMetrics.record = nothing              # the request metrics, error counts included
+    LogFlushStats.flushed = nothing
+    ReactorIdle.start = nothing                  # the reactor's poller is not wrapped
     network.time = SimpleNamespace(monotonic=int)     # int() is 0: a clock that costs ~nothing
     sys.argv = ["kafkalike.broker.main", argv[-1]]
     runpy.run_module("kafkalike.broker.main", run_name="__main__")
@@ -134,22 +138,30 @@ with open(out, "a") as f:
 
 def recording_cost_us(n: int = 1_000_000) -> tuple[float, float]:
     """(µs per produce request, µs per fetch request) of the recording calls, in this
-    process: the listener's five clock reads and its record() call, plus the replica
-    manager's append (or fetch) count, less an empty loop of the same shape."""
+    process: the listener's five clock reads and its record() call (which counts the
+    answer's error codes too), plus the replica manager's append (or fetch) count, less
+    an empty loop of the same shape."""
     from types import SimpleNamespace
 
-    from kafkalike.metrics.stats import ReplicaStats, RequestMetrics
+    from kafkalike.broker.registry import new_request_metrics
+    from kafkalike.metrics.stats import ReplicaStats
+    from kafkalike.protocol.messages.fetch import FetchResponse
+    from kafkalike.protocol.messages.produce import ProduceResponse
     monotonic = time.monotonic
-    requests = RequestMetrics({0: "Produce", 1: "Fetch"})
+    requests = new_request_metrics()          # the broker's: error codes of each answer counted too
     stats = ReplicaStats()
     result = {("bench", 0): SimpleNamespace(error=0, records=b"x" * 1000)}
+    produced = ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(name="bench", partition_responses=[
+        ProduceResponse.PartitionProduceResponse(index=0, base_offset=0)])])
+    fetched = FetchResponse(responses=[FetchResponse.FetchableTopicResponse(topic="bench", partition_responses=[
+        FetchResponse.FetchablePartitionResponse(partition=0, record_set=b"x" * 1000)])])
 
     def produce_loop() -> float:
         start = time.perf_counter()
         for _ in range(n):
             received, started, handled, ready = monotonic(), monotonic(), monotonic(), monotonic()
             stats.appended("bench", 16, 16384)
-            requests.record(0, 9, False, received, started, handled, ready, monotonic())
+            requests.record(0, 9, False, received, started, handled, ready, monotonic(), produced)
         return time.perf_counter() - start
 
     def fetch_loop() -> float:
@@ -157,7 +169,7 @@ def recording_cost_us(n: int = 1_000_000) -> tuple[float, float]:
         for _ in range(n):
             received, started, handled, ready = monotonic(), monotonic(), monotonic(), monotonic()
             stats.fetched(-1, result)
-            requests.record(1, 12, False, received, started, handled, ready, monotonic())
+            requests.record(1, 12, False, received, started, handled, ready, monotonic(), fetched)
         return time.perf_counter() - start
 
     def empty_loop() -> float:
@@ -170,6 +182,30 @@ def recording_cost_us(n: int = 1_000_000) -> tuple[float, float]:
     per_produce = (min(produce_loop() for _ in range(3)) - empty) / n * 1e6
     per_fetch = (min(fetch_loop() for _ in range(3)) - empty) / n * 1e6
     return per_produce, per_fetch
+
+
+def idle_timing_cost_us(n: int = 200_000) -> float:
+    """µs one reactor turn pays for the idle time (kafkalike.metrics.reactor_idle): an
+    epoll poll() that returns at once, through the timing wrapper less without it."""
+    import select
+
+    from kafkalike.metrics.reactor_idle import TimedPoller
+    poller = select.epoll()
+    timed = TimedPoller(poller)
+
+    def loop(target) -> float:
+        poll = target.poll
+        start = time.perf_counter()
+        for _ in range(n):
+            poll(0, 1)
+        return time.perf_counter() - start
+
+    try:
+        plain = min(loop(poller) for _ in range(3))
+        wrapped = min(loop(timed) for _ in range(3))
+    finally:
+        poller.close()
+    return (wrapped - plain) / n * 1e6
 
 
 def scrape_cost_ms(partitions: int) -> tuple[float, float, int]:
@@ -200,13 +236,14 @@ def scrape_cost_ms(partitions: int) -> tuple[float, float, int]:
     requests = RequestMetrics({k: f"Api{k}" for k in range(20)})
     for k in range(20):
         requests.record(k, 3, False, 0.0, 0.001, 0.002, 0.002, 0.003)
-    purgatory = SimpleNamespace(watched=lambda: 0)
+    purgatory = SimpleNamespace(watched=lambda: 0, delayed=lambda: 0)
     manager = SimpleNamespace(partitions=parts, stats=stats, min_insync=lambda t: 2,
                               produce_purgatory=purgatory, fetch_purgatory=purgatory)
     controller = SimpleNamespace(active=False, ctx=None, stats=ControllerStats())
-    server = SimpleNamespace(services=SimpleNamespace(request_metrics=requests, controller=controller),
+    server = SimpleNamespace(services=SimpleNamespace(request_metrics=requests, controller=controller,
+                                                      fetch_sessions=None),
                              replica_manager=manager, log_manager=SimpleNamespace(logs=logs),
-                             group_coordinator=None, shutting_down=False)
+                             group_coordinator=None, shutting_down=False, quotas=None)
     registry = BrokerMetrics(server).registry
     reads, formats = [], []
     body = b""
@@ -319,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(f"recording calls per produce request: {per_produce:.2f} us; per fetch request: {per_fetch:.2f} us "
               f"(this process, less an empty loop)")
+        print(f"timing the reactor's idle time: {idle_timing_cost_us():.2f} us per reactor turn")
         if "small requests" in cases:
             small_cpu = statistics.median(c for _, c in results[("small requests", "recording")])
             print(f"reactor CPU per small produce request (one record each): {small_cpu:.1f} us; "

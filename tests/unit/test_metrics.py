@@ -2,7 +2,9 @@
 paths make and their exposition, read back with Prometheus's own parser."""
 from __future__ import annotations
 
+import math
 import struct
+from collections import defaultdict
 from types import SimpleNamespace
 
 import pytest
@@ -84,6 +86,22 @@ def test_mbean_names_keep_kafkas_property_order():
      "kafka_controller_controllerstats_leaderelectionrateandtimems"),
     (MetricName("kafka.controller", "ControllerStats", "UncleanLeaderElectionsPerSec"), Kind.METER,
      "kafka_controller_controllerstats_uncleanleaderelections_total"),
+    (MetricName("kafka.network", "RequestMetrics", "ErrorsPerSec", (("request", "Produce"), ("error", "NONE"))),
+     Kind.METER, "kafka_network_requestmetrics_errors_total"),
+    (MetricName("kafka.server", "ReplicaManager", "FailedIsrUpdatesPerSec"), Kind.METER,
+     "kafka_server_replicamanager_failedisrupdates_total"),
+    # A meter without PerSec in its name: the exporter's generic `<>Count` rule.
+    (MetricName("kafka.server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent"), Kind.METER,
+     "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_count"),
+    (MetricName("kafka.network", "SocketServer", "NetworkProcessorAvgIdlePercent"), Kind.GAUGE,
+     "kafka_network_socketserver_networkprocessoravgidlepercent"),
+    (MetricName("kafka.server", "ReplicaFetcherManager", "MaxLag", (("clientId", "Replica"),)), Kind.GAUGE,
+     "kafka_server_replicafetchermanager_maxlag"),
+    (MetricName("kafka.log", "LogFlushStats", "LogFlushRateAndTimeMs"), Kind.HISTOGRAM,
+     "kafka_log_logflushstats_logflushrateandtimems"),
+    (MetricName("kafka.server", "DelayedOperationPurgatory", "NumDelayedOperations",
+                (("delayedOperation", "Produce"),)), Kind.GAUGE,
+     "kafka_server_delayedoperationpurgatory_numdelayedoperations"),
 ])
 def test_names_are_the_jmx_exporters(name, kind, expected):
     assert naming.sample_name(name, kind) == expected
@@ -93,6 +111,21 @@ def test_only_meters_lose_their_per_sec_suffix_and_names_are_sanitised_like_the_
     # A gauge that happens to end in PerSec keeps it; odd characters become one underscore.
     assert naming.family_name(MetricName("kafka.x", "T", "FooPerSec"), Kind.GAUGE) == "kafka_x_t_foopersec"
     assert naming.family_name(MetricName("kafka.x", "A-B", "C..D"), Kind.GAUGE) == "kafka_x_a_b_c_d"
+
+
+def test_a_meter_named_without_per_sec_is_one_untyped_count_sample_in_both_formats():
+    registry = MetricsRegistry()
+    registry.meter(MetricName("kafka.server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent")).mark(7)
+    registry.meter(MetricName("kafka.server", "BrokerTopicMetrics", "BytesInPerSec")).mark(3)
+    got = families(registry)
+    idle = got["kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_count"]
+    assert idle.type == "unknown" and [(s.name, s.value) for s in idle.samples] == [
+        ("kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_count", 7)]
+    assert got["kafka_server_brokertopicmetrics_bytesin"].type == "counter"
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
+    body, _ = render(registry.readings(), "application/openmetrics-text; version=1.0.0")
+    parsed = {f.name: f for f in openmetrics_families(body.decode())}
+    assert parsed["kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_count"].samples[0].value == 7
 
 
 def test_label_names_keep_kafkas_case():
@@ -224,6 +257,41 @@ def test_isr_changes_mark_expands_and_shrinks():
     assert got["kafka_server_replicamanager_isrshrinks_total"] == {frozenset(): 1}
 
 
+def test_an_isr_change_the_controller_refuses_marks_failed_isr_updates():
+    from twisted.internet import task
+
+    from kafkalike.broker.alter_isr import AlterIsrManager
+    from kafkalike.protocol.errors import ErrorCode
+    from kafkalike.protocol.messages.alter_isr import AlterIsrResponse
+    stats = ReplicaStats()
+    clock = task.Clock()
+    manager = AlterIsrManager(0, clock, None, None, broker_epoch=lambda: 0, is_shutting_down=lambda: False,
+                              on_isr_updated=lambda part, old_isr_size: stats.isr_changed(old_isr_size, len(part.isr)),
+                              on_isr_failed=lambda part: stats.isr_update_failed())
+    answers = [ErrorCode.INVALID_UPDATE_VERSION, ErrorCode.NONE]
+
+    async def send(batch):
+        code = answers.pop(0)
+        return AlterIsrResponse(topics=[AlterIsrResponse.TopicData(name="t", partitions=[
+            AlterIsrResponse.PartitionData(partition_index=0, error_code=code, leader_id=0, leader_epoch=3, isr=[0],
+                                           current_isr_version=8)])])
+    manager._send = send
+    part = SimpleNamespace(topic="t", index=0, tp=("t", 0), isr=[0, 1], pending_isr=None, leader_epoch=3,
+                           zk_version=7)
+    registry = MetricsRegistry()
+    registry.add_source(stats.readings)
+    assert manager.submit(part, [0])
+    clock.advance(0)
+    assert part.isr == [0, 1] and scrape(registry)["kafka_server_replicamanager_failedisrupdates_total"] == {
+        frozenset(): 1}
+    assert manager.submit(part, [0])          # proposed again, and accepted: a shrink, no failure
+    clock.advance(0)
+    got = scrape(registry)
+    assert part.isr == [0]
+    assert got["kafka_server_replicamanager_failedisrupdates_total"] == {frozenset(): 1}
+    assert got["kafka_server_replicamanager_isrshrinks_total"] == {frozenset(): 1}
+
+
 def test_request_metrics_split_times_and_fetches_like_kafkas_request_channel():
     metrics = RequestMetrics({0: "Produce", 1: "Fetch"})
     # received, started, handled, ready, sent (seconds)
@@ -249,6 +317,38 @@ def test_request_metrics_split_times_and_fetches_like_kafkas_request_channel():
     le = {dict(k)["le"]: v for k, v in got["kafka_network_requestmetrics_totaltimems_bucket"].items()
           if ("request", "FetchFollower") in k}
     assert le["500.0"] == 0 and le["1000.0"] == 1
+
+
+def test_errors_per_sec_counts_every_error_code_of_each_response_as_kafkas_error_counts():
+    from kafkalike.broker.registry import new_request_metrics
+    from kafkalike.protocol.messages.fetch import FetchResponse
+    from kafkalike.protocol.messages.produce import ProduceResponse
+    metrics = new_request_metrics()
+    part = ProduceResponse.PartitionProduceResponse
+    produce = ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(name="t", partition_responses=[
+        part(index=0, error_code=0), part(index=1, error_code=6), part(index=2, error_code=0)])])
+    metrics.record(0, 9, False, 0.0, 0.0, 0.0, 0.0, 0.001, produce)
+    metrics.record(0, 9, False, 0.0, 0.0, 0.0, 0.0, 0.001, None)       # acks=0: no answer, no errors
+    fetch = FetchResponse(error_code=0, responses=[FetchResponse.FetchableTopicResponse(topic="t", partition_responses=[
+        FetchResponse.FetchablePartitionResponse(partition=0, error_code=1)])])
+    metrics.record(1, 12, True, 0.0, 0.0, 0.0, 0.0, 0.001, fetch)
+    registry = MetricsRegistry()
+    registry.add_source(metrics.readings)
+    errors = scrape(registry)["kafka_network_requestmetrics_errors_total"]
+    assert errors == {frozenset({("request", "Produce"), ("error", "NONE")}): 2,
+                      frozenset({("request", "Produce"), ("error", "NOT_LEADER_OR_FOLLOWER")}): 1,
+                      # a fetch's top-level code and each partition's; under Fetch only, as in Kafka
+                      frozenset({("request", "Fetch"), ("error", "NONE")}): 1,
+                      frozenset({("request", "Fetch"), ("error", "OFFSET_OUT_OF_RANGE")}): 1}
+
+
+def test_an_error_counter_is_made_for_every_response_kafkalike_answers():
+    from kafkalike.broker.request_errors import error_counter
+    from kafkalike.protocol.api import APIS
+    for spec in APIS.values():
+        counts: defaultdict = defaultdict(int)
+        error_counter(spec.response)(spec.response(), counts)      # defaults: no items, top-level codes NONE
+        assert set(counts) <= {0}, spec.name
 
 
 def test_controller_events_time_kafkas_controller_states():
@@ -327,6 +427,71 @@ def test_broker_registry_counts_appends_and_reads_partition_and_log_state(broker
     assert purgatory == {frozenset({("delayedOperation", "Produce")}): 0, frozenset({("delayedOperation", "Fetch")}): 0}
 
 
+def test_parked_produces_and_fetches_are_counted_by_both_purgatory_gauges(broker):
+    from twisted.internet.task import Clock
+    manager = broker.replica_manager
+    manager.clock = clock = Clock()
+    manager.fetch_purgatory.clock = manager.produce_purgatory.clock = clock
+    _lead(manager, ("t", 0), [1, 2], [1, 2])
+    _lead(manager, ("t", 1), [1, 2], [1, 2])
+    registry = BrokerMetrics(broker).registry
+
+    def gauges() -> dict:
+        got = scrape(registry)
+        return {(name.rsplit("_", 1)[-1], dict(labels)["delayedOperation"]): value
+                for name in ("kafka_server_delayedoperationpurgatory_purgatorysize",
+                             "kafka_server_delayedoperationpurgatory_numdelayedoperations")
+                for labels, value in got[name].items()}
+
+    assert set(gauges().values()) == {0}
+    # A consumer's long poll on two partitions: one operation, watched under two keys.
+    fetch = manager.fetch(FetchParams(-1, 500, 1, 1 << 20, {("t", 0): FetchSpec(0, 1 << 20),
+                                                             ("t", 1): FetchSpec(0, 1 << 20)}), lambda t: True)
+    # An acks=all produce: appended, waiting for the follower.
+    batch = encode_batch([(b"k", b"v")], base_timestamp=1_650_000_000_000)
+    produce = manager.append_records({("t", 0): batch}, -1, 30000, lambda t: True)
+    assert not produce.called
+    assert gauges() == {("purgatorysize", "Produce"): 1, ("purgatorysize", "Fetch"): 2,
+                        ("numdelayedoperations", "Produce"): 1, ("numdelayedoperations", "Fetch"): 1}
+    clock.advance(0.5)                # the long poll expires; the produce still waits
+    assert fetch.called and not produce.called
+    got = gauges()
+    assert (got[("numdelayedoperations", "Fetch")], got[("numdelayedoperations", "Produce")]) == (0, 1)
+
+
+def _leading(leader: int, replicas: tuple[int, ...]):
+    from kafkalike.zkdata.topic_znodes import LeaderIsrAndControllerEpoch
+    return LeaderIsrAndControllerEpoch(leader, 1, replicas if leader >= 0 else (), 1)
+
+
+def test_the_active_controllers_gauges_count_offline_imbalanced_and_queued_partitions(broker):
+    from kafkalike.controller.context import OFFLINE, ONLINE, ControllerContext
+    from kafkalike.zkdata.topic_znodes import TopicPartition as TP
+    ctx = ControllerContext()
+    layout = {TP("a", 0): ((1, 2), 1, ONLINE),      # led by its preferred replica
+              TP("a", 1): ((2, 1), 1, ONLINE),      # led by its second replica: imbalanced
+              TP("solo", 0): ((3,), -1, OFFLINE),   # its only replica is gone: offline, and imbalanced
+              TP("gone", 0): ((3,), -1, OFFLINE),   # being deleted: counted in neither
+              TP("held", 0): ((1, 3), 3, ONLINE)}   # marked for deletion, waiting for its reassignment
+    for tp, (replicas, leader, state) in layout.items():
+        ctx.assignments[tp] = replicas
+        ctx.leadership[tp] = _leading(leader, replicas)
+        ctx.partition_states[tp] = state
+    ctx.topics_to_delete = {"gone"}
+    ctx.deletions_waiting = {"held"}
+    controller = broker.services.controller
+    controller.active, controller.ctx = True, ctx
+    got = scrape(BrokerMetrics(broker).registry)
+
+    def value(name: str) -> float:
+        return got[f"kafka_controller_kafkacontroller_{name}"][frozenset()]
+    assert value("activecontrollercount") == 1
+    assert value("offlinepartitionscount") == 1
+    assert value("preferredreplicaimbalancecount") == 2
+    assert value("topicstodeletecount") == 2          # Kafka's topicsToBeDeleted holds the waiting one too
+    assert (value("globaltopiccount"), value("globalpartitioncount")) == (4, 5)
+
+
 def test_a_delayed_fetch_counts_its_bytes_once_when_answered(broker):
     from twisted.internet.task import Clock
     manager = broker.replica_manager
@@ -388,6 +553,135 @@ def test_the_listener_records_request_metrics_per_api_and_version():
     assert got["kafka_network_requestmetrics_requests_total"] == {
         frozenset({("request", "ApiVersions"), ("version", "3")}): 2}
     assert got["kafka_network_requestmetrics_totaltimems_count"] == {frozenset({("request", "ApiVersions")}): 2}
+    assert got["kafka_network_requestmetrics_errors_total"] == {
+        frozenset({("request", "ApiVersions"), ("error", "NONE")}): 2}
+
+
+# -- the reactor's idle time, log flushes, replica fetchers' lag ------------------------------
+
+
+class _Poller:
+    """An epoll stand-in whose poll() waits on a fake nanosecond clock."""
+
+    def __init__(self, clock: list[int]):
+        self.clock = clock
+        self.waits: list[int] = []
+        self.registered: list[int] = []
+
+    def poll(self, timeout, maxevents):
+        self.clock[0] += self.waits.pop(0)
+        return []
+
+    def register(self, fd, events):
+        self.registered.append(fd)
+
+
+def test_the_reactors_time_in_its_poller_is_both_idle_metrics(monkeypatch):
+    from twisted.internet.task import Clock
+
+    from kafkalike.metrics import reactor_idle
+    from kafkalike.metrics.reactor_idle import TICK_S, ReactorIdle
+    monkeypatch.setattr(reactor_idle, "_EPOLL", _Poller)      # an epoll whose waits the test decides
+    ns = [0]
+    reactor = Clock()
+    reactor._poller = poller = _Poller(ns)
+    idle = ReactorIdle(reactor, clock=lambda: ns[0])
+    registry = MetricsRegistry()
+    registry.add_source(idle.readings)
+    idle.start()
+    assert reactor._poller is not poller             # wrapped; the reactor still registers through it
+    reactor._poller.register(7, 1)
+    assert poller.registered == [7]
+
+    def turn(idle_ms: int, busy_ms: int) -> None:
+        poller.waits.append(idle_ms * 1_000_000)
+        reactor._poller.poll(1.0, 10)
+        ns[0] += busy_ms * 1_000_000
+
+    for _ in range(10):
+        turn(400, 100)                                # 80% idle over the first 5 s
+    got = scrape(registry)
+    assert got["kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_count"][frozenset()] == 4e9
+    assert got["kafka_network_socketserver_networkprocessoravgidlepercent"][frozenset()] == pytest.approx(0.8)
+    reactor.advance(TICK_S)
+    for _ in range(10):
+        turn(100, 400)                                # then 20% idle: the one-minute average moves towards it
+    reactor.advance(TICK_S)
+    average = scrape(registry)["kafka_network_socketserver_networkprocessoravgidlepercent"][frozenset()]
+    assert 0.2 < average < 0.8 and average == pytest.approx(0.8 - 0.6 * (1 - math.exp(-5 / 60)))
+    idle.stop()
+    assert reactor._poller is poller
+
+
+def test_only_an_epoll_reactor_is_measured():
+    import select
+
+    from twisted.internet.task import Clock
+
+    from kafkalike.metrics.reactor_idle import ReactorIdle
+    for reactor in (object(), SimpleNamespace(_poller=select.poll())):
+        idle = ReactorIdle(reactor)
+        idle.start()
+        assert not idle.measured and list(idle.readings()) == []
+    reactor = Clock()
+    reactor._poller = poller = select.epoll()
+    try:
+        idle = ReactorIdle(reactor)
+        idle.start()
+        assert idle.measured and reactor._poller.poll(0.01, 1) == []
+        assert idle.idle_ns > 0
+        idle.stop()
+        assert reactor._poller is poller
+    finally:
+        poller.close()
+
+
+def test_each_segment_flushed_is_timed_in_log_flush_stats(tmp_path):
+    from kafkalike.metrics.stats import LOG_FLUSH_STATS
+    from kafkalike.storage.log import Log
+    registry = MetricsRegistry()
+    registry.add_source(LOG_FLUSH_STATS.readings)
+
+    def flushes() -> float:
+        return scrape(registry)["kafka_log_logflushstats_logflushrateandtimems_count"][frozenset()]
+
+    before = flushes()
+    log = Log(str(tmp_path / "t-0"), LogConfig(segment_bytes=1024))
+    try:
+        for i in range(20):
+            log.append(encode_batch([(b"k", b"v" * 100)], base_timestamp=1_650_000_000_000), leader_epoch=0)
+        segments = len(log.segments)
+        assert segments > 2
+        log.flush()
+    finally:
+        log.close()
+    # Rolls asked for flushes of the segments they closed (inline here: no flush thread).
+    assert flushes() - before >= segments
+
+
+def test_max_lag_is_the_furthest_behind_followed_partition(monkeypatch, broker):
+    from kafkalike.broker.replica_fetcher import FetchState, ReplicaFetcherManager
+    from tests.unit.test_replica_fetcher_throttle import FREE, MOVING, FakeQuota, answer, fetcher_with
+    fetcher, connector, _ = fetcher_with(monkeypatch, FakeQuota(set()))   # a follower of broker 0, no sockets
+    fetcher.partitions[FREE] = FetchState(0, 1)
+    fetcher.add(MOVING, FetchState(0, 1))
+    manager = ReplicaFetcherManager.__new__(ReplicaFetcherManager)       # only its fetchers are read
+    manager.fetchers = {0: fetcher}
+    broker.fetchers = manager
+    registry = BrokerMetrics(broker).registry
+
+    def max_lag() -> float:
+        return scrape(registry)["kafka_server_replicafetchermanager_maxlag"][frozenset({("clientId", "Replica")})]
+
+    assert max_lag() == 0
+    [conn] = connector.made
+    answer(conn, hw=50, records={MOVING: b"x" * 100})     # ten records of the fifty
+    assert (fetcher.partitions[MOVING].lag, fetcher.partitions[FREE].lag) == (40, 50)
+    assert max_lag() == 50
+    answer(conn, hw=50, records={MOVING: b"x" * 400, FREE: b"x" * 500})
+    assert max_lag() == 0
+    manager.remove(MOVING)
+    assert manager.max_lag() == 0
 
 
 # -- the config keys ----------------------------------------------------------------------
