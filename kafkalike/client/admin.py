@@ -92,6 +92,9 @@ DEFAULTS = {
     "security.protocol": "PLAINTEXT",
 }
 
+# ListOffsets isolation_level (v2+), by the consumer's isolation.level names.
+ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
+
 # A group's coordinator moved, is not elected yet, or is still reading its partition.
 _COORDINATOR_RETRIABLE = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                                     ErrorCode.NOT_COORDINATOR})
@@ -726,10 +729,18 @@ class AdminClient:
                          else KafkaAdminError(codes.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR))) for tp in asked}
         return self._call("deleteConsumerGroupOffsets", attempt)
 
-    def list_offsets(self, specs: Mapping[TopicPartition, OffsetSpec]) -> dict[TopicPartition, ListedOffset]:
-        """Earliest, latest (the high watermark) or by-timestamp offsets, asked of each
-        partition's leader; a moved or missing leader is looked up again until the deadline."""
+    def list_offsets(self, specs: Mapping[TopicPartition, OffsetSpec],
+                     isolation_level: str = "read_uncommitted") -> dict[TopicPartition, ListedOffset]:
+        """Earliest, latest or by-timestamp offsets, asked of each partition's leader; a moved
+        or missing leader is looked up again until the deadline. As Java's
+        ListOffsetsOptions(isolationLevel): "latest" is the high watermark with
+        read_uncommitted, the last stable offset (the first offset of the oldest open
+        transaction) with read_committed, which needs ListOffsets v2+."""
         wanted = dict(specs)
+        level = str(isolation_level).lower()
+        if level not in ISOLATION_LEVELS:
+            raise ValueError(f"Invalid isolation level {isolation_level!r}: one of {', '.join(ISOLATION_LEVELS)}")
+        isolation = ISOLATION_LEVELS[level]
 
         def attempt(deadline: float) -> dict[TopicPartition, ListedOffset]:
             if not wanted:
@@ -740,7 +751,12 @@ class AdminClient:
             for leader, tps in leaders.items():
                 connection = self._broker_connection(leader, deadline)
                 version = self._version(connection, ListOffsetsRequest.API_KEY)
-                request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[
+                if isolation and version < 2:
+                    # Java's ListOffsetsRequest.Builder: read_committed needs v2.
+                    raise KafkaAdminError(ErrorCode.UNSUPPORTED_VERSION,
+                                          f"The broker only supports ListOffsets up to v{version}, which has no "
+                                          "isolation level: it cannot list offsets for read_committed")
+                request = ListOffsetsRequest(replica_id=-1, isolation_level=isolation, topics=[
                     ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
                         ListOffsetsRequest.ListOffsetsPartition(partition_index=p,
                                                                 timestamp=wanted[(topic, p)].timestamp)

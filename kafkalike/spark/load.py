@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Protocol, Sequence, TextIO
 
-from kafkalike.spark.options import KafkaOptionError, Subscription, TopicPartition, source_options
+from kafkalike.spark.options import KafkaOptionError, Subscription, TopicPartition, isolation_level, source_options
 
 PROG = "kafkalike-spark-load"
 DEFAULT_GROUP = "kafkalike-spark-loader"
@@ -377,8 +377,10 @@ class PartitionPlan:
         return self.end - self.start
 
 
-def plan_load(admin, subscription: Subscription, group: str, store: OffsetStore, err: TextIO) -> list[PartitionPlan]:
-    """From the group's committed offsets (else the earliest) to the end offsets now."""
+def plan_load(admin, subscription: Subscription, group: str, store: OffsetStore, err: TextIO,
+              isolation_level: str = "read_uncommitted") -> list[PartitionPlan]:
+    """From the group's committed offsets (else the earliest) to the end offsets now: the
+    last stable offsets with isolation.level=read_committed, as its consumers see them."""
     from kafkalike.spark.planner import list_offsets, resolve_partitions
     from kafkalike.client.groups import OffsetSpec
 
@@ -394,6 +396,8 @@ def plan_load(admin, subscription: Subscription, group: str, store: OffsetStore,
         return []
     earliest = list_offsets(admin, {tp: OffsetSpec.earliest() for tp in partitions})
     latest = list_offsets(admin, {tp: OffsetSpec.latest() for tp in partitions})
+    stable = (list_offsets(admin, {tp: OffsetSpec.latest() for tp in partitions}, isolation_level)
+              if isolation_level == "read_committed" else latest)
     committed = store.committed(group, partitions)
     plans = []
     for tp in partitions:
@@ -407,7 +411,8 @@ def plan_load(admin, subscription: Subscription, group: str, store: OffsetStore,
             start = low
         if note:
             say(err, f"[load] WARN {tp[0]}-{tp[1]}: {note}")
-        plans.append(PartitionPlan(tp[0], tp[1], start, high, note))
+        # A start past the last stable offset (a run that read uncommitted before) waits for it.
+        plans.append(PartitionPlan(tp[0], tp[1], start, max(start, stable[tp]), note))
     return plans
 
 
@@ -685,7 +690,8 @@ def run(args: Args, out: TextIO, err: TextIO) -> int:
             store = GroupOffsets(admin)
             recover(layout, store, out)
             store.check_no_members(args.group)
-            plans = plan_load(admin, args.subscription, args.group, store, err)
+            plans = plan_load(admin, args.subscription, args.group, store, err,
+                              isolation_level({k.lower(): v for k, v in client_config.items()}))
         if not plans:
             what = (f"no topic matches --include '{args.subscription.pattern}'" if args.subscription.pattern
                     else "the topics have no partitions")

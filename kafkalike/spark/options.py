@@ -14,6 +14,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from kafkalike.client.config import CONSUMER_CONFIG
+from kafkalike.common.config_def import ConfigError
+
 EARLIEST = -2
 LATEST = -1
 STRATEGY_KEYS = ("subscribe", "subscribepattern", "assign")
@@ -24,6 +27,12 @@ DATA_LOSS_HINT = (
     "data was aged out by Kafka or the topic may have been deleted before all the data in the "
     "topic was processed. If you don't want your query to fail on such cases, set the source "
     'option "failOnDataLoss" to "false".')
+# Spark's INSTRUCTION_FOR_FAIL_ON_DATA_LOSS_FALSE, logged after a loss that was let pass.
+DATA_LOSS_WARNING = (
+    "Some data may have been lost because they are not available in Kafka any more; either the "
+    "data was aged out by Kafka or the topic may have been deleted before all the data in the "
+    "topic was processed. If you want your streaming query to fail on such cases, set the source "
+    'option "failOnDataLoss" to "true".')
 
 TopicPartition = tuple[str, int]
 
@@ -74,6 +83,7 @@ class SourceOptions:
     by_timestamp_strategy: str = "error"     # startingOffsetsByTimestampStrategy: error | latest
     max_offsets_per_trigger: int | None = None
     poll_timeout_ms: int = 120_000
+    isolation_level: str = "read_uncommitted"   # kafka.isolation.level: the driver plans ends with it too
 
     @property
     def bootstrap_servers(self) -> str:
@@ -133,6 +143,20 @@ def _check_client_options(kafka: Mapping[str, str], for_sink: bool) -> None:
     for key in ("enable.auto.commit", "interceptor.classes"):
         if key in lowered:
             raise KafkaOptionError(f"Kafka option '{key}' is not supported")
+
+
+def isolation_level(kafka: Mapping[str, str]) -> str:
+    """kafka.isolation.level, checked by the consumer's own rule (Java's ConfigException
+    text): the driver lists end offsets with it, as Spark's driver does through
+    ListOffsetsOptions(isolationLevel), so a read_committed read plans to the last stable
+    offset."""
+    if "isolation.level" not in kafka:
+        return "read_uncommitted"
+    try:
+        value = CONSUMER_CONFIG["isolation.level"].parse(kafka["isolation.level"])
+    except ConfigError as exc:
+        raise KafkaOptionError(f"{exc} (option 'kafka.isolation.level')") from None
+    return str(value).strip().lower()
 
 
 def _subscription(opts: Mapping[str, str]) -> Subscription:
@@ -322,7 +346,7 @@ def source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOpti
                          min_partitions=min_partitions, max_records_per_partition=max_records,
                          include_headers=_bool(opts, "includeheaders", False),
                          by_timestamp_strategy=strategy, max_offsets_per_trigger=max_per_trigger,
-                         poll_timeout_ms=poll_timeout)
+                         poll_timeout_ms=poll_timeout, isolation_level=isolation_level(kafka))
 
 
 def sink_options(options: Mapping[str, str]) -> SinkOptions:

@@ -19,10 +19,19 @@ from kafkalike.spark.options import (EARLIEST, LATEST, KafkaOptionError, OffsetL
 
 log = logging.getLogger("kafkalike.spark")
 
-# Spark's consumers on the driver and executors set these; a user's kafka.* option may not.
-ADMIN_KEYS = ("bootstrap.servers", "client.id", "request.timeout.ms", "default.api.timeout.ms",
-              "retry.backoff.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms", "metadata.max.age.ms",
-              "socket.connection.setup.timeout.ms", "security.protocol")
+# The keys of Kafka 2.8's AdminClientConfig, besides the ssl.* and sasl.* ones (SslConfigs,
+# SaslConfigs, and kafkalike's sasl.username / sasl.password), which all go too. Spark's
+# driver hands every kafka.* option to Admin.create, whose ConfigDef keeps these and
+# ignores the rest; so the driver's admin client gets these and not the consumer-only
+# settings (fetch sizes, isolation.level, group.id, ...). isolation.level is applied to
+# each ListOffsets call instead (list_offsets below).
+ADMIN_KEYS = frozenset({
+    "bootstrap.servers", "client.dns.lookup", "client.id", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
+    "retry.backoff.ms", "retries", "request.timeout.ms", "default.api.timeout.ms", "metadata.max.age.ms",
+    "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms", "connections.max.idle.ms",
+    "send.buffer.bytes", "receive.buffer.bytes", "metric.reporters", "metrics.num.samples",
+    "metrics.sample.window.ms", "metrics.recording.level", "security.protocol", "security.providers"})
+ADMIN_PREFIXES = ("ssl.", "sasl.")
 
 
 @dataclass(frozen=True)
@@ -42,10 +51,16 @@ class OffsetRange:
         return (self.topic, self.partition)
 
 
+def admin_config(client_config: Mapping[str, str]) -> dict[str, str]:
+    """The settings among the source's kafka.* options that an admin client knows:
+    connection, timeouts and every security setting."""
+    return {k: v for k, v in client_config.items()
+            if k.lower() in ADMIN_KEYS or k.lower().startswith(ADMIN_PREFIXES)}
+
+
 def admin_client(client_config: Mapping[str, str]) -> AdminClient:
-    """An admin client from the connection settings among the source's kafka.* options."""
-    wanted = {k: v for k, v in client_config.items() if k.lower() in ADMIN_KEYS}
-    return AdminClient(wanted)
+    """The driver's admin client, from the source's kafka.* options (admin_config)."""
+    return AdminClient(admin_config(client_config))
 
 
 def resolve_partitions(admin: AdminClient, subscription: Subscription) -> list[TopicPartition]:
@@ -81,18 +96,25 @@ def _partitions_of(admin: AdminClient, topics: Sequence[str]) -> set[TopicPartit
     return {(name, p.partition) for name, d in described.items() for p in d.partitions}
 
 
-def list_offsets(admin: AdminClient, specs: Mapping[TopicPartition, OffsetSpec]) -> dict[TopicPartition, int]:
+def list_offsets(admin: AdminClient, specs: Mapping[TopicPartition, OffsetSpec],
+                 isolation_level: str = "read_uncommitted") -> dict[TopicPartition, int]:
+    """Offsets for `specs`; "latest" is the last stable offset with read_committed, as the
+    tasks' consumers see the end of a partition, and the high watermark otherwise."""
     if not specs:
         return {}
-    return {tp: listed.offset for tp, listed in admin.list_offsets(specs).items()}
+    return {tp: listed.offset for tp, listed in admin.list_offsets(specs, isolation_level=isolation_level).items()}
 
 
 def resolve_limit(admin: AdminClient, partitions: Sequence[TopicPartition], limit: OffsetLimit, *,
-                  is_start: bool, option: str, by_timestamp_strategy: str = "error") -> dict[TopicPartition, int]:
+                  is_start: bool, option: str, by_timestamp_strategy: str = "error",
+                  isolation_level: str = "read_uncommitted") -> dict[TopicPartition, int]:
     """Concrete offsets for `partitions` from a starting or ending limit."""
+    def listed(specs: Mapping[TopicPartition, OffsetSpec]) -> dict[TopicPartition, int]:
+        return list_offsets(admin, specs, isolation_level)
+
     if limit.kind in ("earliest", "latest"):
         spec = OffsetSpec.earliest() if limit.kind == "earliest" else OffsetSpec.latest()
-        return list_offsets(admin, {tp: spec for tp in partitions})
+        return listed({tp: spec for tp in partitions})
     if limit.kind == "offsets":
         given = dict(limit.partition_offsets)
         if set(given) != set(partitions):
@@ -102,7 +124,7 @@ def resolve_limit(admin: AdminClient, partitions: Sequence[TopicPartition], limi
                 f"Specified: {_names(given)} Assigned: {_names(partitions)}")
         special = {tp: OffsetSpec.earliest() if off == EARLIEST else OffsetSpec.latest()
                    for tp, off in given.items() if off in (EARLIEST, LATEST)}
-        resolved = list_offsets(admin, special)
+        resolved = listed(special)
         return {tp: resolved.get(tp, off) for tp, off in given.items()}
     if limit.kind == "timestamp":
         stamps = {tp: limit.timestamp for tp in partitions}
@@ -112,7 +134,7 @@ def resolve_limit(admin: AdminClient, partitions: Sequence[TopicPartition], limi
             raise KafkaOptionError(
                 f"If {option} contains specific timestamps, you must specify all TopicPartitions.\n"
                 f"Specified: {_names(stamps)} Assigned: {_names(partitions)}")
-    found = list_offsets(admin, {tp: OffsetSpec.for_timestamp(ts) for tp, ts in stamps.items()})
+    found = listed({tp: OffsetSpec.for_timestamp(ts) for tp, ts in stamps.items()})
     unmatched = [tp for tp, off in found.items() if off < 0]
     if unmatched and is_start and by_timestamp_strategy == "error":
         tp = unmatched[0]
@@ -120,7 +142,7 @@ def resolve_limit(admin: AdminClient, partitions: Sequence[TopicPartition], limi
                                f"{stamps[tp]} ({option}). Set startingOffsetsByTimestampStrategy to 'latest' to "
                                "start such partitions at their latest offset.")
     # No record at or after the timestamp: the range runs (or starts) at the end of the log.
-    latest = list_offsets(admin, {tp: OffsetSpec.latest() for tp in unmatched})
+    latest = listed({tp: OffsetSpec.latest() for tp in unmatched})
     return {tp: latest.get(tp, off) for tp, off in found.items()}
 
 
@@ -133,8 +155,10 @@ def batch_ranges(options: SourceOptions) -> list[OffsetRange]:
     with admin_client(options.client_config) as admin:
         partitions = resolve_partitions(admin, options.subscription)
         starts = resolve_limit(admin, partitions, options.starting, is_start=True, option="startingOffsets",
-                               by_timestamp_strategy=options.by_timestamp_strategy)
-        ends = resolve_limit(admin, partitions, options.ending, is_start=False, option="endingOffsets")
+                               by_timestamp_strategy=options.by_timestamp_strategy,
+                               isolation_level=options.isolation_level)
+        ends = resolve_limit(admin, partitions, options.ending, is_start=False, option="endingOffsets",
+                             isolation_level=options.isolation_level)
     ranges = []
     for tp in partitions:
         start, end = starts[tp], ends[tp]

@@ -22,10 +22,11 @@ from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourc
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from kafkalike.spark.options import OffsetLimit, SourceOptions, sink_options, source_options
+from kafkalike.spark.options import (DATA_LOSS_HINT, DATA_LOSS_WARNING, OffsetLimit, SourceOptions, sink_options,
+                                     source_options)
 from kafkalike.spark.planner import (OffsetRange, admin_client, batch_ranges, resolve_limit, resolve_partitions,
                                      split_ranges)
-from kafkalike.spark.reader import RangeReader
+from kafkalike.spark.reader import DataLossError, RangeReader
 from kafkalike.spark import FORMAT
 from kafkalike.spark.writer import check_sink_schema, write_batches
 
@@ -109,7 +110,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         with admin_client(self.options.client_config) as admin:
             partitions = resolve_partitions(admin, self.options.subscription)
             offsets = resolve_limit(admin, partitions, self.options.starting, is_start=True,
-                                    option="startingOffsets", by_timestamp_strategy=self.options.by_timestamp_strategy)
+                                    option="startingOffsets", by_timestamp_strategy=self.options.by_timestamp_strategy,
+                                    isolation_level=self.options.isolation_level)
         return _to_json(offsets)
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -129,7 +131,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             with admin_client(self.options.client_config) as admin:
                 start_offsets.update(resolve_limit(admin, new, OffsetLimit("earliest"), is_start=True,
                                                    option="startingOffsets"))
-        end = {tp: max(off, start_offsets[tp]) for tp, off in _from_json(latest).items()}
+        # As Spark's: an end below its start (a topic deleted and made again, records
+        # truncated away), or a partition missing from the end, is left for partitions() to
+        # report as data loss; it is not raised to the start, which would skip the records
+        # the partition gets next up to the old offset without a word.
+        end = _from_json(latest)
         if isinstance(limit, ReadMaxRows):
             end = _rate_limit(start_offsets, end, limit.max_rows)
         return _to_json(end)
@@ -141,16 +147,22 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         with admin_client(self.options.client_config) as admin:
             partitions = resolve_partitions(admin, self.options.subscription)
             return _to_json(resolve_limit(admin, partitions, OffsetLimit("latest"), is_start=False,
-                                          option="endingOffsets"))
+                                          option="endingOffsets", isolation_level=self.options.isolation_level))
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        starts = _from_json(start)
+        """Spark's getOffsetRangesFromResolvedOffsets: a partition gone since the last batch,
+        or one whose end is below its start, is data loss, which fails the query or (with
+        failOnDataLoss=false) is logged while the rest is read."""
+        starts, ends = _from_json(start), _from_json(end)
+        gone = sorted(tp for tp in starts if tp not in ends)
+        if gone:
+            self._report_data_loss(f"Partitions {_names(gone)} are gone. Some data may have been missed.")
         ranges = []
-        for tp, stop in sorted(_from_json(end).items()):
+        for tp, stop in sorted(ends.items()):
             begin = starts.get(tp, 0)
             if stop < begin:
-                log.warning("Partition %s-%d's offset was changed from %d to %d, some data may have been missed",
-                            tp[0], tp[1], begin, stop)
+                self._report_data_loss(f"Partition {tp[0]}-{tp[1]}'s offset was changed from {begin} to {stop}, "
+                                       "some data may have been missed.")
                 continue
             ranges.append(OffsetRange(tp[0], tp[1], begin, stop))
         return [KafkaRangePartition(r) for r in split_ranges(ranges, self.options.min_partitions,
@@ -161,6 +173,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         pass
+
+    def _report_data_loss(self, message: str) -> None:
+        """Spark's KafkaMicroBatchStream.reportDataLoss."""
+        if self.options.fail_on_data_loss:
+            raise DataLossError(f"{message} {DATA_LOSS_HINT}")
+        log.warning("%s %s", message, DATA_LOSS_WARNING)
+
+
+def _names(tps) -> str:
+    return ", ".join(f"{t}-{p}" for t, p in tps)
 
 
 def _to_json(offsets: dict) -> dict:

@@ -56,7 +56,25 @@ class WriteResult:
 
 
 def producer_config(client_config: Mapping[str, str]) -> dict[str, str]:
-    return {**PRODUCER_DEFAULTS, **client_config}
+    """The sink's producer settings: PRODUCER_DEFAULTS under the user's kafka.* options.
+
+    Idempotence is a default as in Java 3's producer (KIP-679), so it gives way as it does
+    there: settings that cannot go with it (acks other than all, retries=0, more than 5
+    requests in flight) turn it off unless enable.idempotence is set too."""
+    config = {**PRODUCER_DEFAULTS, **client_config}
+    if "enable.idempotence" not in client_config and _conflicts_with_idempotence(client_config):
+        config["enable.idempotence"] = "false"
+    return config
+
+
+def _conflicts_with_idempotence(client_config: Mapping[str, str]) -> bool:
+    acks = str(client_config.get("acks", "all")).strip().lower()
+    try:
+        retries = int(str(client_config.get("retries", "1")).strip())
+        in_flight = int(str(client_config.get("max.in.flight.requests.per.connection", "5")).strip())
+    except ValueError:
+        return False   # the producer refuses the value itself, naming the key
+    return acks not in ("all", "-1") or retries == 0 or in_flight > 5
 
 
 def write_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> WriteResult:

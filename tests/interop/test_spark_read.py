@@ -1,20 +1,22 @@
 """Batch reads through spark.read.format("kafkalike"), judged against what confluent-kafka
 wrote and reads: Spark's schema, the three ways to name topics, every way to bound a
 range (offsets, -2/-1, timestamps), task splitting, data loss, compacted topics, empty
-ranges, kafka.* settings, and the option errors that must stop a query on the driver.
+ranges, kafka.* settings, transactions read with each isolation level, and the option
+errors that must stop a query on the driver.
 
 Most tests read one module-wide topic (3 partitions: 40 records, 30 records, none)
 written once with known keys, values, headers and timestamps.
 """
 from __future__ import annotations
 
+import json
 import random
 import time
 
 import pytest
 from confluent_kafka import Producer
 
-from kafkalike.client.admin import AdminClient as KafkalikeAdmin
+from kafkalike.client.admin import AdminClient as KafkalikeAdmin, OffsetSpec
 from tests.waiting import wait_until
 from tests.interop.spark_support import (FORMAT, HEADERS_TYPE, SPARK_SCHEMA, Rec, consume_all, create_topic,
                                          failure_and_jobs, fails_on_driver, produce, reader, registered, rows,
@@ -312,6 +314,126 @@ def test_a_bad_kafka_setting_reaches_the_consumer_in_the_tasks(spark, shared):
     assert jobs != []
 
 
+# -- transactions and kafka.isolation.level ---------------------------------------------------------------------------
+
+TXN_TIMEOUT = 30
+
+
+class Transactions:
+    """A 2-partition topic written by confluent-kafka's transactional producers, in order:
+    a committed transaction (10 records), an aborted one (5), 3 plain records, a
+    transaction left open (4), then 2 plain records more (on partition 1, past the open
+    transaction's first offset). Every record's (value, partition, offset) is kept by kind."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.topic = create_topic(bootstrap, unique("spark-txn"), 2)
+        self.placed: dict[str, list[tuple[bytes, int, int]]] = {}
+        writer = self._producer("writer")
+        self._in_transaction(writer, "committed", 10)
+        writer.commit_transaction(TXN_TIMEOUT)
+        self._in_transaction(writer, "aborted", 5)
+        writer.abort_transaction(TXN_TIMEOUT)
+        self._plain("plain", [0, 1, 1])
+        self.open_producer = self._producer("open")
+        self._in_transaction(self.open_producer, "open", 4)
+        self._plain("late", [1, 1])
+
+    def _producer(self, name: str) -> Producer:
+        producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": unique(f"spark-{name}"),
+                             "linger.ms": 5, "transaction.timeout.ms": 300_000})
+        producer.init_transactions(TXN_TIMEOUT)
+        return producer
+
+    def _send(self, producer: Producer, kind: str, partitions: list[int]) -> None:
+        placed = self.placed.setdefault(kind, [])
+
+        def done(err, msg):
+            assert err is None, err
+            placed.append((msg.value(), msg.partition(), msg.offset()))
+        for i, partition in enumerate(partitions):
+            producer.produce(self.topic, key=b"k%d" % i, value=f"{kind}-{i}".encode(), partition=partition,
+                             on_delivery=done)
+        assert producer.flush(TXN_TIMEOUT) == 0
+        assert len(placed) == len(partitions)
+
+    def _in_transaction(self, producer: Producer, kind: str, n: int) -> None:
+        producer.begin_transaction()
+        self._send(producer, kind, [i % 2 for i in range(n)])
+
+    def _plain(self, kind: str, partitions: list[int]) -> None:
+        plain = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 0})
+        self._send(plain, kind, partitions)
+
+    def expected(self, *kinds: str) -> list[tuple[bytes, int, int]]:
+        return sorted((rec for kind in kinds for rec in self.placed[kind]), key=lambda r: (r[1], r[2]))
+
+    def close(self) -> None:
+        try:
+            self.open_producer.abort_transaction(TXN_TIMEOUT)
+        except Exception:  # noqa: BLE001 - committed by the test already
+            pass
+
+
+@pytest.fixture
+def transactions(broker):
+    txns = Transactions(broker.bootstrap)
+    try:
+        yield txns
+    finally:
+        txns.close()
+
+
+def values_at(df) -> list[tuple[bytes, int, int]]:
+    return [(r[1], r[3], r[4]) for r in rows(df)]
+
+
+def test_read_committed_reads_exactly_the_committed_records_without_waiting(spark, transactions):
+    """The driver plans to each partition's last stable offset, as Spark's does, so the
+    read ends where the open transaction starts: no wait for the poll timeout and no data
+    loss reported. (Planned to the high watermark, the tasks would wait the 5 minutes out
+    and then report the records past the last stable offset as lost.)"""
+    t = transactions
+    # read_uncommitted sees every record, and warms the Spark workers up for the timing below.
+    everything = t.expected("committed", "aborted", "plain", "open", "late")
+    assert values_at(reader(spark, t.bootstrap, subscribe=t.topic,
+                            **{"kafka.isolation.level": "read_uncommitted"}).load()) == everything
+    began = time.monotonic()
+    got = values_at(reader(spark, t.bootstrap, subscribe=t.topic, **{"kafka.isolation.level": "read_committed",
+                                                                     "kafkaConsumer.pollTimeoutMs": "300000"})
+                    .load())
+    assert got == t.expected("committed", "plain")
+    assert time.monotonic() - began < 120
+
+
+def test_read_uncommitted_is_the_default_and_reads_every_record(spark, transactions):
+    t = transactions
+    everything = t.expected("committed", "aborted", "plain", "open", "late")
+    assert values_at(reader(spark, t.bootstrap, subscribe=t.topic).load()) == everything
+
+
+def test_read_committed_reads_a_transaction_once_it_commits(spark, transactions):
+    t = transactions
+    t.open_producer.commit_transaction(TXN_TIMEOUT)
+    got = values_at(reader(spark, t.bootstrap, subscribe=t.topic, **{"kafka.isolation.level": "read_committed"})
+                    .load())
+    assert got == t.expected("committed", "plain", "open", "late")
+
+
+def test_read_committed_ending_past_an_open_transaction_says_so(spark, transactions):
+    """Ending offsets given past the last stable offset: the task cannot read them yet. That
+    is a timeout naming the open transaction, not data loss (the records are there)."""
+    t = transactions
+    with KafkalikeAdmin({"bootstrap.servers": t.bootstrap}) as admin:
+        ends = {p: admin.list_offsets({(t.topic, p): OffsetSpec.latest()})[(t.topic, p)].offset for p in (0, 1)}
+    df = reader(spark, t.bootstrap, subscribe=t.topic, endingOffsets=json.dumps({t.topic: {str(p): e for p, e in
+                                                                                          ends.items()}}),
+                **{"kafka.isolation.level": "read_committed", "kafkaConsumer.pollTimeoutMs": "2000"}).load()
+    message, jobs = failure_and_jobs(spark, df.collect)
+    assert jobs != [] and "a transaction that is still open" in message
+    assert "Some data may have been lost" not in message
+
+
 # -- option errors stop the query on the driver --------------------------------------------------------------------
 
 def bad_options(shared):
@@ -338,13 +460,15 @@ def bad_options(shared):
         "kafka.enable.auto.commit": ({"subscribe": t, "kafka.enable.auto.commit": "true"},
                                      "Kafka option 'enable.auto.commit' is not supported"),
         "minPartitions zero": ({"subscribe": t, "minPartitions": "0"}, "minPartitions"),
+        "kafka.isolation.level": ({"subscribe": t, "kafka.isolation.level": "committed"},
+                                  "Invalid value committed for configuration isolation.level"),
     }
 
 
 CASES = ["no topic option", "two topic options", "latest as batch start", "-1 as batch start",
          "earliest as batch end", "malformed JSON", "malformed assign", "unknown partition in assign",
          "offsets not naming every partition", "kafka.auto.offset.reset", "kafka.enable.auto.commit",
-         "minPartitions zero"]
+         "minPartitions zero", "kafka.isolation.level"]
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -2,7 +2,8 @@
 writeStream.format("kafkalike"): micro-batches over offsets kept in Spark's checkpoint,
 maxOffsetsPerTrigger, a query stopped and restarted from its checkpoint (every record
 exactly once in a file sink), partitions added while a query is stopped, Spark's default
-of starting a new query at the latest offsets, and the Kafka sink in a stream. Records go
+of starting a new query at the latest offsets, a topic made again under a query (data
+loss, by failOnDataLoss), and the Kafka sink in a stream. Records go
 in with confluent-kafka and are judged with it or kcat.
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 from tests.waiting import wait_until
@@ -162,6 +164,51 @@ def test_new_partitions_are_picked_up_from_their_start(spark, broker, shm_path):
     assert len(got) == 19
     assert [(p, o) for p, o, _ in got if p > 0] == [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)]
     assert checkpoint_offsets(checkpoint)[max(checkpoint_offsets(checkpoint))] == {topic: {"0": 13, "1": 3, "2": 3}}
+
+
+def make_again(bootstrap: str, topic: str) -> None:
+    """Delete `topic` and create it again, empty, under the same name."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics([topic], operation_timeout=30)[topic].result(60)
+
+    def created() -> bool:
+        try:
+            create_topic(bootstrap, topic, 1)
+            return True
+        except KafkaException:   # still being deleted
+            return False
+    wait_until(created, 60, what=f"{topic} made again", interval=0.5)
+
+
+def test_a_topic_made_again_with_fewer_records_is_data_loss(spark, broker, shm_path):
+    """As Spark's Kafka source: a partition whose offsets went back below the checkpoint's
+    fails the query with failOnDataLoss=true; with false the batch is let pass with a
+    warning and the query reads on from the new end (what the topic held below the old
+    offset then is missed, as in Spark)."""
+    topic = create_topic(broker.bootstrap, unique("spark-s-again"), 1)
+    produce(broker.bootstrap, topic, keyed(30, 1, "old"))
+    out, checkpoint = shm_path / "out", shm_path / "cp"
+
+    def run(fail_on_data_loss: str):
+        df = stream(spark, broker.bootstrap, subscribe=topic, startingOffsets="earliest",
+                    failOnDataLoss=fail_on_data_loss)
+        run_available_now(df.selectExpr("CAST(value AS STRING) AS value"), checkpoint, sink="parquet", path=out)
+        return sorted(r.value for r in spark.read.parquet(str(out)).collect())
+
+    assert len(run("true")) == 30
+    make_again(broker.bootstrap, topic)
+    produce(broker.bootstrap, topic, keyed(5, 1, "new"))
+    with pytest.raises(Exception) as excinfo:
+        run("true")
+    message = spark_error_text(excinfo)
+    assert f"Partition {topic}-0's offset was changed from 30 to 5" in message
+    assert 'set the source option "failOnDataLoss" to "false"' in message
+    got = run("false")
+    assert len(got) == 30 and not any(v.startswith("value new") for v in got)
+    assert checkpoint_offsets(checkpoint)[max(checkpoint_offsets(checkpoint))] == {topic: {"0": 5}}
+    produce(broker.bootstrap, topic, keyed(3, 1, "newer"))
+    got = run("false")
+    assert [v for v in got if not v.startswith("value old")] == [f"value newer {i}" for i in range(3)]
 
 
 def test_kafka_sink_in_a_stream(spark, broker, shm_path):

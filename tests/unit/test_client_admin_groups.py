@@ -158,3 +158,34 @@ def test_list_offsets_asks_the_leader_again_after_not_leader(cluster):
                                                                          ("orders", 1): (7, 4)}
     sent = cluster.brokers[2].requests(LIST_OFFSETS)[-1].body
     assert sent.replica_id == -1 and [p.timestamp for p in sent.topics[0].partitions] == [-1, -2]
+
+
+def _latest_by_isolation(body, v):
+    """A leader with an open transaction: the high watermark is 100, the last stable offset 60."""
+    return ListOffsetsResponse(topics=[ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=[
+        ListOffsetsResponse.ListOffsetsPartitionResponse(
+            partition_index=p.partition_index, offset=60 if body.isolation_level == 1 else 100, timestamp=-1)
+        for p in t.partitions]) for t in body.topics])
+
+
+def test_list_offsets_asks_with_the_isolation_level_it_is_given(cluster):
+    """Java's ListOffsetsOptions(isolationLevel): read_committed's latest is the last stable offset."""
+    cluster.brokers[2].handlers[LIST_OFFSETS] = _latest_by_isolation
+    with admin_for(cluster.brokers[1]) as admin:
+        default = admin.list_offsets({("orders", 0): OffsetSpec.latest()})
+        committed = admin.list_offsets({("orders", 0): OffsetSpec.latest()}, isolation_level="read_committed")
+        uncommitted = admin.list_offsets({("orders", 0): OffsetSpec.latest()}, isolation_level="READ_UNCOMMITTED")
+        with pytest.raises(ValueError, match="read_uncommitted, read_committed"):
+            admin.list_offsets({("orders", 0): OffsetSpec.latest()}, isolation_level="committed")
+    assert [found[("orders", 0)].offset for found in (default, committed, uncommitted)] == [100, 60, 100]
+    assert [seen.body.isolation_level for seen in cluster.brokers[2].requests(LIST_OFFSETS)] == [0, 1, 0]
+
+
+def test_read_committed_offsets_need_list_offsets_v2(cluster):
+    cluster.brokers[2].handlers[LIST_OFFSETS] = _latest_by_isolation
+    cluster.brokers[2].versions[LIST_OFFSETS] = (0, 1)
+    with admin_for(cluster.brokers[1]) as admin:
+        assert admin.list_offsets({("orders", 0): OffsetSpec.latest()})[("orders", 0)].offset == 100
+        with pytest.raises(KafkaAdminError) as raised:
+            admin.list_offsets({("orders", 0): OffsetSpec.latest()}, isolation_level="read_committed")
+    assert raised.value.code == ErrorCode.UNSUPPORTED_VERSION and "read_committed" in raised.value.message
