@@ -16,14 +16,15 @@ free port) at `kafkalike.metrics.host`.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from kafkalike.metrics.core import Item, Kind, MetricName, MetricsRegistry, Reading, Table
 from kafkalike.metrics.reactor_idle import ReactorIdle
 from kafkalike.metrics.stats import LOG_FLUSH_STATS
 
 if TYPE_CHECKING:
-    from kafkalike.broker.server import KafkaServer
+    from kafkalike.broker.registry import BrokerServices
+    from kafkalike.broker.replica_fetcher import ReplicaFetcherManager
 
 log = logging.getLogger("kafkalike.metrics")
 
@@ -53,19 +54,24 @@ def _gauge(domain: str, type_: str, name: str, value: float, tags=()) -> Reading
 
 
 class BrokerMetrics:
-    """One broker's registry, built over a started server's managers, and its endpoint."""
+    """One broker's registry, built over the services its request handlers use (and the
+    replica fetchers, which no handler reaches), and its endpoint. `is_shutting_down`
+    gives the BrokerState gauge."""
 
-    def __init__(self, server: KafkaServer):
-        self.server = server
+    def __init__(self, services: BrokerServices, reactor, is_shutting_down: Callable[[], bool],
+                 fetchers: ReplicaFetcherManager | None = None):
+        self.services = services
+        self.reactor = reactor
+        self.is_shutting_down = is_shutting_down
+        self.fetchers = fetchers
         self.registry = MetricsRegistry()
         self.port = None          # the listening port, once listening
-        services = server.services
         self.registry.add_source(self._broker_state, "KafkaServer")
         # The reactor is both Kafka's request handler pool and its network processors.
-        self.idle = ReactorIdle(getattr(server, "reactor", None))
+        self.idle = ReactorIdle(reactor)
         if self.idle.measured:
             self.registry.add_source(self.idle.readings, "KafkaRequestHandlerPool")
-        self.registry.add_source(server.replica_manager.stats.readings, "BrokerTopicMetrics")
+        self.registry.add_source(services.replicas.stats.readings, "BrokerTopicMetrics")
         self.registry.add_source(self._replica_manager, "ReplicaManager")
         self.registry.add_source(self._logs, "Log")
         self.registry.add_source(self._purgatories, "DelayedOperationPurgatory")
@@ -80,8 +86,8 @@ class BrokerMetrics:
         if stats is not None:
             self.registry.add_source(stats.readings, "ControllerStats")
         self.registry.add_source(self._groups, "GroupMetadataManager")
-        if server.quotas is not None:
-            self.registry.add_source(server.quotas.readings, "ClientQuotas")
+        if services.quotas is not None:
+            self.registry.add_source(services.quotas.readings, "ClientQuotas")
 
     # -- the endpoint -------------------------------------------------------------------
 
@@ -89,13 +95,13 @@ class BrokerMetrics:
         """Start measuring the reactor's idle time; open the endpoint if the config asks
         for one (port >= 0)."""
         self.idle.start()
-        config = self.server.config
+        config = self.services.config
         port = config.get(PORT_KEY)
         if port < 0:
             return
         from kafkalike.metrics import http
         host = config.get(HOST_KEY) or ""
-        self.port = await http.listen(self.server.reactor, self.registry, port, host)
+        self.port = await http.listen(self.reactor, self.registry, port, host)
         log.info("Serving metrics in Prometheus format on http://%s:%d/metrics",
                  host or "0.0.0.0", self.port.getHost().port)
 
@@ -108,13 +114,13 @@ class BrokerMetrics:
     # -- gauges, read at scrape time ----------------------------------------------------
 
     def _broker_state(self) -> Iterator[Reading]:
-        state = BROKER_SHUTTING_DOWN if self.server.shutting_down else RUNNING_AS_BROKER
+        state = BROKER_SHUTTING_DOWN if self.is_shutting_down() else RUNNING_AS_BROKER
         yield _gauge("kafka.server", "KafkaServer", "BrokerState", state)
 
     def _replica_manager(self) -> Iterator[Item]:
         """ReplicaManager's gauges and each partition's (kafka.cluster:type=Partition),
         from one walk over the hosted partitions."""
-        manager = self.server.replica_manager
+        manager = self.services.replicas
         partitions = list(manager.partitions.values())
         leaders = under_replicated = under_min_isr = at_min_isr = 0
         min_isr_of: dict[str, int] = {}
@@ -150,11 +156,11 @@ class BrokerMetrics:
     def _logs(self) -> Iterator[Item]:
         """kafka.log:type=Log for every log on this broker, leader or follower."""
         rows = [(topic, str(partition), lg.log_start_offset, lg.log_end_offset, lg.size, len(lg.segments))
-                for (topic, partition), lg in list(self.server.log_manager.logs.items())]
+                for (topic, partition), lg in list(self.services.logs.logs.items())]
         yield Table(_LOG_GAUGES, Kind.GAUGE, ("topic", "partition"), rows)
 
     def _purgatories(self) -> Iterator[Reading]:
-        manager = self.server.replica_manager
+        manager = self.services.replicas
         purgatories = (("Produce", manager.produce_purgatory), ("Fetch", manager.fetch_purgatory))
         for name, read in (("PurgatorySize", "watched"), ("NumDelayedOperations", "delayed")):
             for operation, purgatory in purgatories:
@@ -163,7 +169,7 @@ class BrokerMetrics:
 
     def _fetch_sessions(self) -> Iterator[Reading]:
         """Kafka's FetchSessionCache gauges and its eviction meter (KIP-227)."""
-        cache = self.server.services.fetch_sessions.cache
+        cache = self.services.fetch_sessions.cache
         fsc = ("kafka.server", "FetchSessionCache")
         yield _gauge(*fsc, "NumIncrementalFetchSessions", len(cache))
         yield _gauge(*fsc, "NumIncrementalFetchPartitionsCached", cache.total_partitions)
@@ -172,21 +178,21 @@ class BrokerMetrics:
     def _replica_fetchers(self) -> Iterator[Reading]:
         """Kafka's ReplicaFetcherManager MaxLag: how many offsets the furthest-behind
         partition this broker follows is behind its leader's high watermark."""
-        fetchers = getattr(self.server, "fetchers", None)
+        fetchers = self.fetchers
         yield _gauge("kafka.server", "ReplicaFetcherManager", "MaxLag", fetchers.max_lag() if fetchers else 0,
                      (("clientId", "Replica"),))
 
     def _alter_log_dirs(self) -> Iterator[Reading]:
         """Kafka's fetcher manager MaxLag for moves between log dirs: the largest number of
         offsets a future log is behind its current log (0 with no move)."""
-        mover = getattr(self.server, "alter_log_dirs", None)
+        mover = self.services.alter_log_dirs
         yield _gauge("kafka.server", "ReplicaAlterLogDirsManager", "MaxLag", mover.max_lag() if mover else 0,
                      (("clientId", "ReplicaAlterLogDirs"),))
 
     def _controller(self) -> Iterator[Reading]:
         """KafkaController's gauges; 0 on every broker but the active controller, as in
         Kafka, so summing a cluster's brokers gives the cluster's value."""
-        controller = self.server.services.controller
+        controller = self.services.controller
         active = bool(controller is not None and controller.active)
         ctx = controller.ctx if active else None
         kc = ("kafka.controller", "KafkaController")
@@ -214,7 +220,7 @@ class BrokerMetrics:
 
     def _groups(self) -> Iterator[Reading]:
         """GroupMetadataManager's gauges over the groups this broker coordinates."""
-        coordinator = self.server.group_coordinator
+        coordinator = self.services.groups
         groups = list(coordinator.manager.groups.values()) if coordinator is not None else []
         gm = ("kafka.coordinator.group", "GroupMetadataManager")
         yield _gauge(*gm, "NumGroups", len(groups))
@@ -227,8 +233,9 @@ class BrokerMetrics:
             yield _gauge(*gm, name, by_state.get(state, 0))
 
 
-async def start_metrics(server: KafkaServer) -> BrokerMetrics:
+async def start_metrics(services: BrokerServices, reactor, is_shutting_down: Callable[[], bool],
+                        fetchers: ReplicaFetcherManager | None = None) -> BrokerMetrics:
     """The server's one-line hook: build the broker's metrics and open the endpoint."""
-    metrics = BrokerMetrics(server)
+    metrics = BrokerMetrics(services, reactor, is_shutting_down, fetchers)
     await metrics.listen()
     return metrics

@@ -209,7 +209,8 @@ class KafkaServer:
         for security in self.listener_security.values():
             security.credentials = self.scram_credentials.fetch
         await self._listen()
-        self.metrics = await start_metrics(self)    # the Prometheus endpoint, if kafkalike.metrics.port is set
+        # The Prometheus endpoint, if kafkalike.metrics.port is set.
+        self.metrics = await start_metrics(self.services, self.reactor, lambda: self.shutting_down, self.fetchers)
         self.zk.add_session_listener(self._on_session_event)
         await self._register()
         self._checkpoint_broker_metadata()

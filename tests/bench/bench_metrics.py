@@ -240,11 +240,10 @@ def scrape_cost_ms(partitions: int) -> tuple[float, float, int]:
     manager = SimpleNamespace(partitions=parts, stats=stats, min_insync=lambda t: 2,
                               produce_purgatory=purgatory, fetch_purgatory=purgatory)
     controller = SimpleNamespace(active=False, ctx=None, stats=ControllerStats())
-    server = SimpleNamespace(services=SimpleNamespace(request_metrics=requests, controller=controller,
-                                                      fetch_sessions=None),
-                             replica_manager=manager, log_manager=SimpleNamespace(logs=logs),
-                             group_coordinator=None, shutting_down=False, quotas=None)
-    registry = BrokerMetrics(server).registry
+    services = SimpleNamespace(request_metrics=requests, controller=controller, fetch_sessions=None,
+                               replicas=manager, logs=SimpleNamespace(logs=logs), groups=None, quotas=None,
+                               alter_log_dirs=None)
+    registry = BrokerMetrics(services, None, lambda: False).registry
     reads, formats = [], []
     body = b""
     for _ in range(5):

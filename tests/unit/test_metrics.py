@@ -386,6 +386,10 @@ def broker(tmp_path):
     logs.shutdown()
 
 
+def metrics_of(broker) -> BrokerMetrics:
+    return BrokerMetrics(broker.services, None, lambda: broker.shutting_down, getattr(broker, "fetchers", None))
+
+
 def _lead(manager, tp, replicas, isr):
     part = manager.get_or_create_partition(tp, is_new=True)
     state = SimpleNamespace(leader=1, leader_epoch=0, zk_version=0, controller_epoch=1, replicas=replicas, isr=isr)
@@ -402,7 +406,7 @@ def test_broker_registry_counts_appends_and_reads_partition_and_log_state(broker
     assert all(r.error == 0 for r in result.values())
     answer = manager.fetch(FetchParams(-1, 0, 1, 1 << 20, {("t", 1): FetchSpec(0, 1 << 20)}), lambda t: True)
     assert len(answer[("t", 1)].records) == len(batch)
-    registry = BrokerMetrics(broker).registry
+    registry = metrics_of(broker).registry
     got = scrape(registry)
     assert got["kafka_server_brokertopicmetrics_messagesin_total"] == {frozenset(): 6, frozenset({("topic", "t")}): 6}
     assert got["kafka_server_brokertopicmetrics_bytesin_total"][frozenset()] == 2 * len(batch)
@@ -434,7 +438,7 @@ def test_parked_produces_and_fetches_are_counted_by_both_purgatory_gauges(broker
     manager.fetch_purgatory.clock = manager.produce_purgatory.clock = clock
     _lead(manager, ("t", 0), [1, 2], [1, 2])
     _lead(manager, ("t", 1), [1, 2], [1, 2])
-    registry = BrokerMetrics(broker).registry
+    registry = metrics_of(broker).registry
 
     def gauges() -> dict:
         got = scrape(registry)
@@ -481,7 +485,7 @@ def test_the_active_controllers_gauges_count_offline_imbalanced_and_queued_parti
     ctx.deletions_waiting = {"held"}
     controller = broker.services.controller
     controller.active, controller.ctx = True, ctx
-    got = scrape(BrokerMetrics(broker).registry)
+    got = scrape(metrics_of(broker).registry)
 
     def value(name: str) -> float:
         return got[f"kafka_controller_kafkacontroller_{name}"][frozenset()]
@@ -521,7 +525,7 @@ class _InlineThreads:
 
 def test_the_endpoint_takes_readings_then_renders_them_off_the_reactor(broker):
     _lead(broker.replica_manager, ("t", 0), [1], [1])
-    resource = MetricsResource(BrokerMetrics(broker).registry, _InlineThreads())
+    resource = MetricsResource(metrics_of(broker).registry, _InlineThreads())
     request = DummyRequest([b"metrics"])
     assert resource.render_GET(request) == NOT_DONE_YET
     assert request.finished
@@ -668,7 +672,7 @@ def test_max_lag_is_the_furthest_behind_followed_partition(monkeypatch, broker):
     manager = ReplicaFetcherManager.__new__(ReplicaFetcherManager)       # only its fetchers are read
     manager.fetchers = {0: fetcher}
     broker.fetchers = manager
-    registry = BrokerMetrics(broker).registry
+    registry = metrics_of(broker).registry
 
     def max_lag() -> float:
         return scrape(registry)["kafka_server_replicafetchermanager_maxlag"][frozenset({("clientId", "Replica")})]
