@@ -117,7 +117,7 @@ def request_not_authorized(ctx: RequestContext) -> str:
     """ClusterAuthorizationException's message: "Request <RequestChannel.Request> is not
     authorized.", as Kafka prints the request (processor 0: kafkalike has no processors)."""
     connection = ctx.connection
-    listener = getattr(getattr(connection, "factory", None), "listener_name", "PLAINTEXT")
+    listener = ctx.listener_name
     security = getattr(connection, "security", None)
     protocol = security.protocol if security is not None else \
         ctx.config.listener_security_protocol_map.get(listener, "PLAINTEXT")
