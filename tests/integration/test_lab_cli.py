@@ -169,3 +169,20 @@ def test_bad_input_is_one_line_and_starts_nothing(lab: LabUnderTest):
     # A killed node cannot be killed again.
     assert lab.run("kill", "broker-0").returncode == 0
     one_line_error(lab.run("kill", "broker-0", "-9"), "broker-0 is not running")
+
+
+def test_up_failing_halfway_stops_everything(lab: LabUnderTest):
+    # ZooKeeper starts on its port, then every broker rejects its config: up must stop
+    # ZooKeeper again, forget the lab and free its ports for the next `up`.
+    result = lab.run("up", "--base-port", str(lab.base_port), "--brokers", "2",
+                     "--override", "num.network.threads=many", timeout=180)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.startswith("kafkalike-lab.sh: error: up failed, everything stopped again"), result.stderr
+    assert "ZooKeeper standalone serving" in result.stdout
+    # (lab.json named the pids and is gone: the daemons are found by their directory.)
+    assert list(processes_mentioning(str(lab.dir) + "/")) == []
+    assert not (lab.dir / "lab.json").exists()
+    one_line_error(lab.run("status"), "there is no lab")
+    # Nothing holds the lab's ports: the same `up` without the bad key serves.
+    up = lab.run("up", "--base-port", str(lab.base_port), "--brokers", "1")
+    assert up.returncode == 0, up.stdout + up.stderr

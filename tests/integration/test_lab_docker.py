@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from kafkalike.lab.netns import prefix_for
+from kafkalike.lab.processes import processes_mentioning
 from tests.docker_daemon import lab_leftovers, remove_lab_leftovers, running_dockerd
 from tests.waiting import wait_until
 from tests.lab_cli import LabUnderTest, check_metrics_urls, described, isr_sizes, one_line_error, topics
@@ -242,3 +243,22 @@ def test_no_docker_daemon_is_one_line_and_makes_nothing(tmp_path: Path):
                              "--dir", str(lab_dir)], capture_output=True, text=True, env=env, timeout=60)
     one_line_error(result, "--backend docker: no docker daemon answers at", "no-such.sock", code=1)
     assert not lab_dir.exists()
+
+
+def test_up_failing_halfway_leaves_no_container_network_or_volume(dockerd):
+    # ZooKeeper's container starts, then the broker rejects its config and its container's
+    # process exits: up must remove every container, the network and the volume it made.
+    lab = LabUnderTest.create("docker")
+    prefix = prefix_for(lab.dir)
+    try:
+        result = lab.up("--brokers", "1", "--override", "num.network.threads=many", timeout=600)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert result.stderr.startswith("kafkalike-lab.sh: error: up failed, everything stopped again"), \
+            result.stderr
+        assert "ZooKeeper standalone serving" in result.stdout
+        assert lab_leftovers(prefix) == ([], [], [])
+        assert list(processes_mentioning(str(lab.dir) + "/")) == []
+        assert not (lab.dir / "lab.json").exists()
+    finally:
+        lab.teardown()
+        remove_lab_leftovers(prefix)
