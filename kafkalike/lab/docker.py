@@ -34,9 +34,10 @@ lab's prefix, so an interrupted run's leftovers too).
 
 The image: `kafkalike-lab:CHECKSUM`-style tags are avoided; one image `kafkalike-lab:latest`
 labelled with a hash of the checkout's tracked files is rebuilt only when that hash
-changes. Its base is the Dockerfile's public default where a registry answers; here no
-registry is reachable, so the base `kafkalike-base:bookworm` is made once with
-debootstrap from Debian's packages (docker/build-base.sh) and kept by dockerd.
+changes. Its base is an image dockerd already has (kafkalike-base:bookworm or
+python:3.11-slim-bookworm); else the Dockerfile's public default pulled from a registry;
+where no registry answers (within PULL_TIMEOUT), `kafkalike-base:bookworm` is made once
+with debootstrap from Debian's packages (docker/build-base.sh) and kept by dockerd.
 """
 from __future__ import annotations
 
@@ -89,6 +90,7 @@ MACHINE_LOCK = Path("/run/lock/kafkalike-lab-docker.lock")
 DOCKERFILE = REPO_ROOT / "docker" / "Dockerfile"
 BASE_SCRIPT = REPO_ROOT / "docker" / "build-base.sh"
 VENV_PYTHON = "/opt/kafkalike/bin/python"
+PULL_TIMEOUT = 20.0                       # seconds without a word from dockerd while pulling
 
 
 def client():
@@ -211,15 +213,43 @@ def debian_mirror() -> str:
     return "http://deb.debian.org/debian"
 
 
+def pull_public_base(docker_client, progress: Progress, timeout: float = PULL_TIMEOUT) -> bool:
+    """Pull the Dockerfile's public default from a registry; False (quickly) when none answers.
+
+    The pull streams progress lines, so a `timeout` between two answers of dockerd bounds a
+    pull that hangs on an unreachable registry without cutting short a slow but real download.
+    """
+    import docker
+    import requests
+    repository, tag = PUBLIC_BASE.split(":")
+    began = time.monotonic()
+    progress(f"pulling base image {PUBLIC_BASE}")
+    saved = docker_client.api.timeout
+    docker_client.api.timeout = timeout
+    try:
+        docker_client.images.pull(repository, tag=tag)
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
+        first = (str(error).splitlines() or [type(error).__name__])[0]
+        progress(f"no registry gave {PUBLIC_BASE} ({first[:200]})")
+        return False
+    finally:
+        docker_client.api.timeout = saved
+    progress(f"base image {PUBLIC_BASE} pulled in {time.monotonic() - began:.0f}s")
+    return True
+
+
 def ensure_base(docker_client, progress: Progress) -> str:
-    """The base image: one already here (ours, or the public default), else debootstrap one."""
+    """The base image: one already here (ours, or the public default), else the public default
+    pulled from a registry, else (no registry reachable) one built with debootstrap."""
     for name in (BASE_IMAGE, PUBLIC_BASE):
         if _has_image(docker_client, name) is not None:
             return name
+    if pull_public_base(docker_client, progress):
+        return PUBLIC_BASE
     if shutil.which("debootstrap") is None:
-        raise LabError(f"--backend docker needs a base image ({BASE_IMAGE} or {PUBLIC_BASE}) and none is "
-                       "here; without a registry the lab builds one with debootstrap, which is not "
-                       "installed (apt-get install debootstrap)")
+        raise LabError(f"--backend docker needs a base image: {PUBLIC_BASE} could not be pulled (no registry "
+                       f"answers) and {BASE_IMAGE}, built without a registry by debootstrap, cannot be made: "
+                       "debootstrap is not installed (apt-get install debootstrap)")
     began = time.monotonic()
     progress(f"building base image {BASE_IMAGE} with debootstrap from {debian_mirror()} (minutes, once)")
     result = subprocess.run(["bash", str(BASE_SCRIPT), BASE_IMAGE, debian_mirror()], capture_output=True,
