@@ -22,6 +22,9 @@ from kafkalike.broker.client_quotas import ClientQuotas
 from kafkalike.broker.fetch_session import FetchManager, FetchSessionCache
 from kafkalike.broker.config import ConfigError, KafkaConfig, api_version_at_least
 from kafkalike.broker.config_changes import ConfigChangeListener
+from kafkalike.broker.config_handlers import (BrokerConfigHandler, ClientIdConfigHandler, DynamicCleanerConfig,
+                                              DynamicLogConfig, TopicConfigHandler, UserConfigHandler,
+                                              cleaner_options)
 from kafkalike.broker.dynamic_config import CLEANER_CONFIGS, LISTENER_CONFIGS, LOG_CONFIGS, DynamicBrokerConfig
 from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.broker.metadata_cache import MetadataCache
@@ -140,7 +143,7 @@ class KafkaServer:
             scheduler=lambda ms, fn: reactor.callLater(ms / 1000.0, reactor.callInThread, fn),
             enable_cleaner=cfg.get("log.cleaner.enable"),
             max_producer_id_expiration_ms=cfg.get("transactional.id.expiration.ms"),
-            cleaner_options=self._cleaner_options())
+            cleaner_options=cleaner_options(cfg))
         logging.getLogger("kafka.log.LogManager").info(
             "Logs loading complete in %d ms.", (time.monotonic() - loading_started) * 1000)
         if self.log_manager.cleaner is not None:
@@ -176,6 +179,8 @@ class KafkaServer:
             self.broker_id, TransactionConfig.from_kafka_config(cfg), self.producer_id_manager, self.replica_manager,
             self.metadata_cache, cfg.inter_broker_listener_name, self.reactor)
         self.transaction_coordinator.startup()
+        self._topic_config_handler = TopicConfigHandler(self.zk, self.topic_configs, self.replica_manager,
+                                                        self.log_manager, lambda: self.controller)
         self.admin = AdminManager(self.zk, self.metadata_cache, cfg, self.topic_configs, self.reactor,
                                   dynamic_config=self.dynamic_config, on_config_written=self._on_config_written)
         # Made now, so the handlers' services hold it (inactive until elected); started,
@@ -214,10 +219,11 @@ class KafkaServer:
         self.zk.add_session_listener(self._on_session_event)
         await self._register()
         self._checkpoint_broker_metadata()
-        self._config_changes = ConfigChangeListener(self.zk, {"topics": self._reload_topic_config,
-                                                               "brokers": self._reload_broker_config,
-                                                               "users": self._reload_user_config,
-                                                               "clients": self._reload_client_config})
+        self._config_changes = ConfigChangeListener(self.zk, {
+            "topics": self._topic_config_handler.process,
+            "brokers": self._broker_config_handler.process,
+            "users": UserConfigHandler(self.zk, self.scram_credentials, self.quotas).process,
+            "clients": ClientIdConfigHandler(self.zk, self.quotas).process})
         await self._config_changes.start()
         self.controller = controller
         self.controller.startup()
@@ -376,7 +382,7 @@ class KafkaServer:
         every(PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS,
               lambda: threads.deferToThread(self.log_manager.remove_expired_producers))
 
-    # -- dynamic configs (topic overrides, broker configs) ---------------------------------
+    # -- dynamic configs: wiring only (the handlers are in config_handlers.py) -------------
 
     def _replication_quota(self, side: str) -> ReplicationQuota:
         """The leader or follower replication throttle: its rate from this broker's dynamic
@@ -397,94 +403,22 @@ class KafkaServer:
         self.dynamic_config.initialize(await self.zk.get_broker_configs(None),
                                        await self.zk.get_broker_configs(self.broker_id))
         self.topic_configs.set_defaults(default_log_config(cfg))
-        self.dynamic_config.add_reconfigurable(LOG_CONFIGS, self._log_defaults_changed)
+        controller = lambda: self.controller   # noqa: E731 (known only once registered)
+        logs = lambda: self.log_manager         # noqa: E731 (made after the dynamic config)
+        self.dynamic_config.add_reconfigurable(
+            LOG_CONFIGS, DynamicLogConfig(cfg, self.topic_configs, logs, controller).reconfigure)
         self.dynamic_config.add_reconfigurable(CLEANER_CONFIGS - {"message.max.bytes", "log.cleaner.io.buffer.size"},
-                                               self._cleaner_changed)
+                                               DynamicCleanerConfig(cfg, logs).reconfigure)
+        self._broker_config_handler = BrokerConfigHandler(self.zk, self.broker_id, self.dynamic_config)
         self.dynamic_config.add_reconfigurable(LISTENER_CONFIGS, self._listeners_changed)
-
-    async def _reload_topic_config(self, topic: str) -> None:
-        """A change notification for topics/<topic>: re-read its overrides if we host it
-        (or knew them), or if we are the controller, whose elections read them."""
-        hosted = topic in {tp[0] for tp in self.replica_manager.partitions}
-        controller = self.controller is not None and self.controller.active
-        if not (hosted or controller or self.topic_configs.loaded(topic)):
-            return
-        props = await self.zk.get_entity_configs("topics", topic)
-        log.info("Processing override for entityPath: topics/%s with config: %s", topic, props)
-        if props != self.topic_configs.overrides(topic) or not self.topic_configs.loaded(topic):
-            before = self.topic_configs.effective(topic).unclean_leader_election_enable
-            self.topic_configs.set_overrides(topic, props)
-            self.log_manager.update_topic_config(topic, self.topic_configs.effective(topic))
-            if self.topic_configs.effective(topic).unclean_leader_election_enable and not before:
-                self._unclean_election_enabled()
-
-    async def _reload_broker_config(self, name: str) -> None:
-        """A change notification for brokers/<default> or brokers/<id> (BrokerConfigHandler):
-        only the default and this broker's own configs concern it."""
-        if name == "<default>":
-            props = await self.zk.get_broker_configs(None)
-            log.info("Processing override for entityPath: brokers/%s with config: %s", name, props)
-            self.dynamic_config.update_default(props)
-        elif name.strip() == str(self.broker_id):
-            props = await self.zk.get_broker_configs(self.broker_id)
-            log.info("Processing override for entityPath: brokers/%s with config: %s", name, props)
-            self.dynamic_config.update_broker(props)
-
-    async def _reload_user_config(self, name: str) -> None:
-        """users/<user> or users/<user>/clients/<client id>: SCRAM credentials and quotas."""
-        await self.scram_credentials.reload(name)
-        await self.quotas.reload_user(self.zk, name)
-
-    async def _reload_client_config(self, name: str) -> None:
-        await self.quotas.reload_client(self.zk, name)
 
     async def _on_config_written(self, entity_type: str, name: str) -> None:
         """The admin manager wrote a config here: apply it at once rather than on the
         notification (which then finds nothing new)."""
         if entity_type == "brokers":
-            await self._reload_broker_config(name)
+            await self._broker_config_handler.process(name)
         elif entity_type == "topics":
-            await self._reload_topic_config(name)
-
-    def _log_defaults_changed(self, changed: set[str]) -> None:
-        """DynamicLogConfig: new topic defaults for every log without its own override."""
-        before = self.topic_configs.defaults.unclean_leader_election_enable
-        defaults = default_log_config(self.config)
-        self.topic_configs.set_defaults(defaults)
-        if self.log_manager is not None:
-            self.log_manager.default_config = defaults
-            for tp, existing in list(self.log_manager.logs.items()):
-                existing.update_config(self.topic_configs.effective(tp.topic))
-        if defaults.unclean_leader_election_enable and not before:
-            self._unclean_election_enabled()
-
-    def _cleaner_options(self) -> dict:
-        """The log cleaner's settings from the broker config (Kafka's LogCleaner.cleanerConfig)."""
-        cfg = self.config
-        return {"threads": cfg.get("log.cleaner.threads"),
-                "backoff_ms": cfg.get("log.cleaner.backoff.ms"),
-                "dedupe_buffer_size": cfg.get("log.cleaner.dedupe.buffer.size"),
-                "io_buffer_load_factor": cfg.get("log.cleaner.io.buffer.load.factor"),
-                "io_max_bytes_per_second": cfg.get("log.cleaner.io.max.bytes.per.second")}
-
-    def _cleaner_changed(self, changed: set[str]) -> None:
-        """LogCleaner.reconfigure: a new thread count or map size restarts the cleaner's
-        threads; the I/O rate and the backoff apply at once. Stopping threads waits for
-        them to leave their passes, so it runs on a thread, never on the reactor."""
-        cleaner = self.log_manager.cleaner if self.log_manager is not None else None
-        if cleaner is not None:
-            d = threads.deferToThread(cleaner.reconfigure, **self._cleaner_options())
-            d.addErrback(lambda f: log.error("Failed to reconfigure the log cleaner: %s", f.getTraceback()))
-
-    def _unclean_election_enabled(self) -> None:
-        """Kafka's enableDefaultUncleanLeaderElection / enableTopicUncleanLeaderElection:
-        the controller tries the offline partitions again at once."""
-        controller = self.controller
-        if controller is not None and controller.active:
-            async def elect() -> None:
-                if controller.active:
-                    await controller._elect_offline_and_new()
-            controller.put("UncleanLeaderElectionEnable", elect)
+            await self._topic_config_handler.process(name)
 
     # -- wiring -------------------------------------------------------------------------
 

@@ -423,6 +423,18 @@ class KafkaController(ReassignmentSteps):
 
     # -- leader election ----------------------------------------------------------------
 
+    def enable_unclean_election(self) -> None:
+        """Kafka's enableDefaultUncleanLeaderElection / enableTopicUncleanLeaderElection:
+        unclean.leader.election.enable was turned on, so an active controller queues an
+        event that tries its offline partitions again at once."""
+        if not self.active:
+            return
+
+        async def elect() -> None:
+            if self.active:
+                await self._elect_offline_and_new()
+        self.put("UncleanLeaderElectionEnable", elect)
+
     async def _elect_offline_and_new(self) -> None:
         """Move New and Offline partitions to Online where a leader can be found."""
         new_parts = [tp for tp, s in self.ctx.partition_states.items()
