@@ -105,11 +105,11 @@ def run(bootstrap: str, topic: str, records: int, value: bytes) -> dict[str, flo
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = harness.arg_parser(__doc__, reps=5)
     parser.add_argument("--records", type=int, default=200000)
     parser.add_argument("--value-sizes", default="100,1024")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     costs = recording_costs(args.reps)
     print(f"{harness.machine()}; load average {harness.load_average():.2f}")
     print("recording, CPU us per call: " + ", ".join(f"{k} {v * 1e6:.2f}" for k, v in costs.items()))
@@ -127,7 +127,14 @@ def main() -> None:
                   f"of {r['records_sent'] / max(1.0, r['requests']):.0f} records; metrics {produce_share:.2%} of it")
             print(f"{size:>5} B x {records}: consume {r['consume_cpu']:.2f} s CPU, {r['fetches']:.0f} fetch answers, "
                   f"{r['polls']} polls; metrics {consume_share:.2%} of it")
+    return 0
+
+
+@harness.bench_test
+def test_client_metrics_bench_short() -> None:
+    """A few thousand records of each size through the measured producer and consumer."""
+    assert main(["--records", "3000", "--reps", "1"]) == 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -3,7 +3,7 @@
     python tests/bench/bench_metrics.py [--records 500000] [--small-records 20000]
                                         [--reps 5] [--dir /dev/shm] [--scrape-interval 1]
 
-It starts its own ZooKeeper and three single-broker clusters (kafkalike.lab, each in its
+It starts, through the harness's Lab, a ZooKeeper and three single-broker clusters (each in its
 own chroot), the log dirs under --dir (memory by default):
 
 - "no recording": the broker with every metric recording call stubbed out (the
@@ -36,20 +36,17 @@ and the HTTP scrape latency the scraper measured.
 """
 from __future__ import annotations
 
-import argparse
-import shutil
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-import pytest
+try:
+    from . import harness          # collected by pytest as tests.bench.bench_metrics
+except ImportError:
+    import harness                 # python tests/bench/bench_metrics.py
 
-pytestmark = pytest.mark.bench
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = harness.ROOT
 NO_RECORDING_FLAG = "--run-broker-without-metric-recording"
 VALUE = b"v" * 100
 BROKERS = ("no recording", "recording", "endpoint + scrapes")
@@ -253,17 +250,15 @@ def scrape_cost_ms(partitions: int) -> tuple[float, float, int]:
         start = time.perf_counter()
         body, _ = render(readings)
         formats.append((time.perf_counter() - start) * 1000)
-    return statistics.median(reads), statistics.median(formats), len(body)
+    return harness.median(reads), harness.median(formats), len(body)
 
 
 # -- the run ----------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = harness.arg_parser(__doc__, reps=5)
     parser.add_argument("--records", type=int, default=500_000, help="records per 'batches' run")
     parser.add_argument("--small-records", type=int, default=20_000, help="records per 'small requests' run")
-    parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--dir", default="/dev/shm", help="where ZooKeeper and the log dirs live")
     parser.add_argument("--scrape-interval", type=float, default=1.0)
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated subset of: {', '.join(CASES)}")
     parser.add_argument("--control", action="store_true",
@@ -271,116 +266,97 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cases = tuple(c for c in CASES if c in args.cases.split(","))
     names = BROKERS + ((CONTROL,) if args.control else ())
-    if str(REPO_ROOT) not in sys.path:
-        sys.path.insert(0, str(REPO_ROOT))
-    from confluent_kafka.admin import AdminClient, NewTopic
-    from kazoo.client import KazooClient
+    from kafkalike.lab.zookeeper import free_ports
 
-    from kafkalike.lab.cluster import BrokerProcess
-    from kafkalike.lab.zookeeper import ZooKeeperServer, free_ports
-
-    base = Path(tempfile.mkdtemp(prefix="bench-metrics-", dir=args.dir))
-    zk = ZooKeeperServer(base / "zk", force_sync=False)
-    brokers: dict[str, BrokerProcess] = {}
+    median = harness.median
     scraper = None
-    try:
-        zk.start()
-        zk.wait_ready(timeout=60)
-        admin_zk = KazooClient(hosts=zk.connect_string)
-        admin_zk.start(timeout=15)
-        ports = free_ports(len(names) + 1)
-        scrape_port = ports[-1]
-        for i, name in enumerate(names):
-            admin_zk.create(f"/b{i}")
-            overrides: dict[str, str] = {}
-            launcher: list[str] = []
-            if name in ("no recording", CONTROL):
-                launcher = [sys.executable, str(Path(__file__).resolve()), NO_RECORDING_FLAG]
-            if name == "endpoint + scrapes":
-                overrides.update({"kafkalike.metrics.port": str(scrape_port), "kafkalike.metrics.host": "127.0.0.1"})
-            brokers[name] = BrokerProcess(0, f"{zk.connect_string}/b{i}", base / f"b{i}", ports[i], overrides,
-                                          launcher=launcher)
-        admin_zk.stop()
-        for b in brokers.values():
-            b.start()
-        for b in brokers.values():
-            b.wait_ready(60)
-        for b in brokers.values():
-            admin = AdminClient({"bootstrap.servers": b.bootstrap})
-            admin.create_topics([NewTopic("bench", 1, 1)])["bench"].result(30)
-            deadline = time.monotonic() + 30
-            while admin.list_topics("bench", timeout=10).topics["bench"].partitions[0].leader != 0:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("no leader for bench-0")
-                time.sleep(0.1)
-            produce(b.bootstrap, "bench", 2000, small=False)     # warm up connections and the log
-        scrape_log = base / "scrapes.txt"
-        scraper = subprocess.Popen([sys.executable, "-c", SCRAPER, f"http://127.0.0.1:{scrape_port}/metrics",
-                                    str(args.scrape_interval), str(scrape_log)])
+    with harness.Lab("metrics", args.dir) as lab:
+        try:
+            scrape_port = free_ports(1)[0]
+            brokers = {}
+            for i, name in enumerate(names):
+                overrides: dict[str, str] = {}
+                launcher: list[str] = []
+                if name in ("no recording", CONTROL):
+                    launcher = [sys.executable, str(Path(__file__).resolve()), NO_RECORDING_FLAG]
+                if name == "endpoint + scrapes":
+                    overrides.update({"kafkalike.metrics.port": str(scrape_port),
+                                      "kafkalike.metrics.host": "127.0.0.1"})
+                brokers[name] = lab.broker(f"b{i}", overrides=overrides, launcher=launcher)
+            for b in brokers.values():
+                harness.create_topic(b.bootstrap, "bench", leader=0, timeout=30)
+                produce(b.bootstrap, "bench", 2000, small=False)     # warm up connections and the log
+            scrape_log = lab.scratch / "scrapes.txt"
+            scraper = subprocess.Popen([sys.executable, "-c", SCRAPER, f"http://127.0.0.1:{scrape_port}/metrics",
+                                        str(args.scrape_interval), str(scrape_log)])
 
-        pairs = [(case, name) for case in cases for name in names]
-        results: dict[tuple[str, str], list[tuple[float, float]]] = {p: [] for p in pairs}
-        for rep in range(args.reps):
-            order = pairs[rep % len(pairs):] + pairs[:rep % len(pairs)]
-            for case, name in order:
+            pairs = [(case, name) for case in cases for name in names]
+            results: dict[tuple[str, str], list[tuple[float, float]]] = {p: [] for p in pairs}
+
+            def run(pair: tuple[str, str]) -> None:
+                case, name = pair
                 broker = brokers[name]
                 small = case == "small requests"
                 records = args.small_records if small else args.records
                 cpu0 = cpu_seconds(broker.pid)
                 seconds = produce(broker.bootstrap, "bench", records, small)
                 cpu = cpu_seconds(broker.pid) - cpu0
-                results[(case, name)].append((records / seconds, cpu / records * 1e6))
-            print(f"repetition {rep + 1}/{args.reps} done", flush=True)
+                results[pair].append((records / seconds, cpu / records * 1e6))
 
-        print()
-        print(f"{'case':<16} {'broker':<20} {'records/s':>11} {'range':>21} {'reactor CPU us/record':>22}")
-        for case, name in pairs:
-            rates = [r for r, _ in results[(case, name)]]
-            cpus = [c for _, c in results[(case, name)]]
-            print(f"{case:<16} {name:<20} {statistics.median(rates):>11,.0f} "
-                  f"{min(rates):>10,.0f}-{max(rates):<10,.0f} {statistics.median(cpus):>22.3f}")
-        print()
-        for case in cases:
-            base_rate = statistics.median(r for r, _ in results[(case, "no recording")])
-            base_cpu = statistics.median(c for _, c in results[(case, "no recording")])
-            for name in names[1:]:
-                rate = statistics.median(r for r, _ in results[(case, name)])
-                cpu = statistics.median(c for _, c in results[(case, name)])
-                ratios = sorted(a[0] / b[0] for a, b in zip(results[(case, name)], results[(case, "no recording")]))
-                cpu_ratios = sorted(a[1] / b[1] for a, b in zip(results[(case, name)], results[(case, "no recording")]))
-                print(f"{case:<16} {name:<20} / no recording: throughput {rate / base_rate:.3f} "
-                      f"(per-rep median {statistics.median(ratios):.3f}, {ratios[0]:.3f}-{ratios[-1]:.3f}); "
-                      f"CPU per record {cpu / base_cpu:.3f} (per-rep median {statistics.median(cpu_ratios):.3f})")
-        per_produce, per_fetch = recording_cost_us()
-        print()
-        print(f"recording calls per produce request: {per_produce:.2f} us; per fetch request: {per_fetch:.2f} us "
-              f"(this process, less an empty loop)")
-        print(f"timing the reactor's idle time: {idle_timing_cost_us():.2f} us per reactor turn")
-        if "small requests" in cases:
-            small_cpu = statistics.median(c for _, c in results[("small requests", "recording")])
-            print(f"reactor CPU per small produce request (one record each): {small_cpu:.1f} us; "
-                  f"recording share: {per_produce / small_cpu * 100:.1f}%")
-        for partitions in (10, 100, 1000, 10000):
-            read_ms, format_ms, size = scrape_cost_ms(partitions)
-            print(f"scrape of a broker leading {partitions} partitions: readings {read_ms:.1f} ms (reactor), "
-                  f"formatting {format_ms:.1f} ms (worker thread), {size / 1000:,.0f} kB")
-        lines = [line.split() for line in scrape_log.read_text().splitlines()]
-        latencies = [float(x[0]) for x in lines if x and x[0] != "error"]
-        errors = sum(1 for x in lines if x and x[0] == "error")
-        if latencies:
-            print(f"HTTP scrapes during the run: {len(latencies)}, median {statistics.median(latencies):.1f} ms, "
-                  f"max {max(latencies):.1f} ms, {errors} errors, body {lines[-1][1]} bytes")
-        return 0
-    finally:
-        if scraper is not None:
-            scraper.kill()
-            scraper.wait()
-        for b in brokers.values():
-            b.kill()
-        zk.remove()
-        shutil.rmtree(base, ignore_errors=True)
+            harness.interleave(args.reps, pairs, run,
+                               lambda rep: print(f"repetition {rep + 1}/{args.reps} done", flush=True))
+
+            print()
+            table = harness.Table(harness.Column("case", 16, align="<"),
+                                  harness.Column("broker", 20, align="<", gap=1),
+                                  harness.Column("records/s", 11, ",.0f", gap=1), harness.Column("range", 21, gap=1),
+                                  harness.Column("reactor CPU us/record", 22, ".3f", gap=1))
+            print(table.header())
+            for case, name in pairs:
+                rates = [r for r, _ in results[(case, name)]]
+                cpus = [c for _, c in results[(case, name)]]
+                print(table.row(case, name, median(rates), f"{min(rates):>10,.0f}-{max(rates):<10,.0f}",
+                                median(cpus)))
+            print()
+            for case in cases:
+                base = results[(case, "no recording")]
+                base_rate = median(r for r, _ in base)
+                base_cpu = median(c for _, c in base)
+                for name in names[1:]:
+                    rate = median(r for r, _ in results[(case, name)])
+                    cpu = median(c for _, c in results[(case, name)])
+                    ratios = sorted(a[0] / b[0] for a, b in zip(results[(case, name)], base))
+                    cpu_ratios = sorted(a[1] / b[1] for a, b in zip(results[(case, name)], base))
+                    print(f"{case:<16} {name:<20} / no recording: throughput {rate / base_rate:.3f} "
+                          f"(per-rep median {median(ratios):.3f}, {ratios[0]:.3f}-{ratios[-1]:.3f}); "
+                          f"CPU per record {cpu / base_cpu:.3f} (per-rep median {median(cpu_ratios):.3f})")
+            per_produce, per_fetch = recording_cost_us()
+            print()
+            print(f"recording calls per produce request: {per_produce:.2f} us; per fetch request: "
+                  f"{per_fetch:.2f} us (this process, less an empty loop)")
+            print(f"timing the reactor's idle time: {idle_timing_cost_us():.2f} us per reactor turn")
+            if "small requests" in cases:
+                small_cpu = median(c for _, c in results[("small requests", "recording")])
+                print(f"reactor CPU per small produce request (one record each): {small_cpu:.1f} us; "
+                      f"recording share: {per_produce / small_cpu * 100:.1f}%")
+            for partitions in (10, 100, 1000, 10000):
+                read_ms, format_ms, size = scrape_cost_ms(partitions)
+                print(f"scrape of a broker leading {partitions} partitions: readings {read_ms:.1f} ms (reactor), "
+                      f"formatting {format_ms:.1f} ms (worker thread), {size / 1000:,.0f} kB")
+            lines = [line.split() for line in scrape_log.read_text().splitlines()]
+            latencies = [float(x[0]) for x in lines if x and x[0] != "error"]
+            errors = sum(1 for x in lines if x and x[0] == "error")
+            if latencies:
+                print(f"HTTP scrapes during the run: {len(latencies)}, median {median(latencies):.1f} ms, "
+                      f"max {max(latencies):.1f} ms, {errors} errors, body {lines[-1][1]} bytes")
+            return 0
+        finally:
+            if scraper is not None:
+                scraper.kill()
+                scraper.wait()
 
 
+@harness.bench_test
 def test_metrics_bench_short() -> None:
     assert main(["--records", "20000", "--small-records", "1000", "--reps", "1"]) == 0
 

@@ -324,20 +324,23 @@ class Lab:
         return self.zk_base
 
     def cluster(self, name: str = "bench", size: int = 1, overrides: dict[str, str] | None = None,
-                checkout: Checkout = THIS, timeout: float = 90.0):
-        """`size` brokers of `checkout` under the chroot /<name>, started and registered."""
+                checkout: Checkout = THIS, timeout: float = 90.0, launcher: Sequence[str] | None = None):
+        """`size` brokers of `checkout` under the chroot /<name>, started and registered.
+        `launcher`, if given, replaces the checkout's words before the broker's command (a
+        benchmark's own variant of the broker, such as bench_metrics' stubbed one)."""
         from kafkalike.lab.cluster import Cluster
         cluster = Cluster(f"{self.zookeeper.connect_string}/{name}", self.base / name, size=size,
                           overrides=overrides)
         for broker in cluster.brokers:
-            broker.launcher = checkout.launcher()
+            broker.launcher = list(launcher) if launcher is not None else checkout.launcher()
         self.clusters.append(cluster)
         cluster.start(timeout)
         return cluster
 
-    def broker(self, name: str = "bench", checkout: Checkout = THIS, overrides: dict[str, str] | None = None):
-        """One broker (id 0) of `checkout`."""
-        return self.cluster(name, 1, overrides, checkout).brokers[0]
+    def broker(self, name: str = "bench", checkout: Checkout = THIS, overrides: dict[str, str] | None = None,
+               launcher: Sequence[str] | None = None):
+        """One broker (id 0) of `checkout` (or run by `launcher`)."""
+        return self.cluster(name, 1, overrides, checkout, launcher=launcher).brokers[0]
 
     def close(self) -> None:
         for cluster in self.clusters:
