@@ -140,32 +140,12 @@ def entity_types(args: ParsedArgs) -> list[str]:
     return args.all("entity-type") + [t for flag, t in ENTITY_FLAGS + ENTITY_DEFAULT_FLAGS if args.has(flag)]
 
 
-def _occurrences(args: ParsedArgs) -> list[str]:
-    """The --entity-name and --entity-default options in command-line order (jopt's specs())."""
-    found, argv, i = [], args.argv, 0
-    while i < len(argv):
-        token = argv[i]
-        i += 1
-        if token == "--":
-            break
-        if not token.startswith("-") or token == "-":
-            continue
-        name, sep, _ = token.lstrip("-").partition("=")
-        option = OPTIONS.get(name)
-        if option is None:
-            continue
-        if option.arg is not None and not sep:
-            i += 1
-        if name in ("entity-name", "entity-default"):
-            found.append(name)
-    return found
-
-
 def entity_names(args: ParsedArgs) -> list[str]:
     """ConfigCommandOptions.entityNames: one per --entity-name (its value) or --entity-default
     (""), in command-line order, then the shortcut flags' values and "" per defaults flag."""
     values = iter(args.all("entity-name"))
-    names = [next(values, "") if spec == "entity-name" else DEFAULT_NAME for spec in _occurrences(args)]
+    names = [next(values, "") if spec == "entity-name" else DEFAULT_NAME
+             for spec in args.specs() if spec in ("entity-name", "entity-default")]
     names += [args.value(flag) for flag, _ in ENTITY_FLAGS if args.has(flag)]
     names += [DEFAULT_NAME for flag, _ in ENTITY_DEFAULT_FLAGS if args.has(flag)]
     return names

@@ -150,6 +150,11 @@ class ParsedArgs:
     values: dict[str, list[str | None]] = field(default_factory=dict)
     argv: list[str] = field(default_factory=list)
     dialect: Dialect = CONSOLE
+    order: list[str] = field(default_factory=list)    # each occurrence's option name, in command-line order
+
+    def specs(self) -> list[str]:
+        """jopt's OptionSet.specs(): the options given, one per occurrence, in command-line order."""
+        return list(self.order)
 
     def has(self, name: str) -> bool:
         """Given on the command line (a default does not count)."""
@@ -231,6 +236,7 @@ def parse_args(options: Mapping[str, Option], argv: Sequence[str], dialect: Dial
             if sep and not dialect.flag_values:
                 raise dialect.error(JOPT + "UnrecognizedOptionException", f"{token} is not a recognized option")
             parsed.values.setdefault(option.name, [])
+            parsed.order.append(option.name)
             continue
         if sep:
             value: str | None = inline
@@ -250,6 +256,7 @@ def parse_args(options: Mapping[str, Option], argv: Sequence[str], dialect: Dial
             raise dialect.error(JOPT + "OptionArgumentConversionException",
                                 f"Cannot parse argument '{value}' of option {option.name}")
         parsed.values.setdefault(option.name, []).append(value)
+        parsed.order.append(option.name)
     unavailable = [n for n in parsed.values
                    if options[n].available_if and not any(parsed.has(a) for a in options[n].available_if)]
     if unavailable:
