@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from kafkalike.lab.netns import prefix_for
 from kafkalike.lab.processes import is_alive, port_in_use, processes_mentioning
 from kafkalike.lab.zookeeper import free_ports
 from tests.conftest import REPO_ROOT, scratch_dir
+from tests.waiting import wait_until
 
 LAB = REPO_ROOT / "bin" / "kafkalike-lab.sh"
 # ZooKeeper base..base+2, quorum +3.., election +6.., brokers +10..: a block of 16 covers
@@ -66,6 +68,37 @@ def isr_sizes(bootstrap: str, topic: str) -> list[int]:
     """The ISR size of each partition, as kafka-topics.sh --describe prints it."""
     described = topics("--bootstrap-server", bootstrap, "--describe", "--topic", topic)
     return [len(isr.split(",")) for isr in re.findall(r"\tIsr: (\S+)", described)]
+
+
+def round_trip_at_rf3(bootstrap: str, topic: str, count: int = 200) -> None:
+    """What a user checks first on a new lab: a topic of 3 partitions at replication
+    factor 3 gets a full ISR, confluent-kafka's acks=all writes all succeed, and a group
+    reads every one of them back."""
+    from confluent_kafka import Consumer, Producer
+    topics("--bootstrap-server", bootstrap, "--create", "--topic", topic, "--partitions", "3",
+           "--replication-factor", "3")
+    wait_until(lambda: isr_sizes(bootstrap, topic) == [3, 3, 3], 30, "a full ISR")
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    failures: list = []
+    for i in range(count):
+        producer.produce(topic, f"value-{i}".encode(), on_delivery=lambda err, msg: err and failures.append(err))
+    assert producer.flush(30) == 0 and failures == []
+    del producer
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ensemble-{uuid.uuid4().hex[:6]}",
+                         "auto.offset.reset": "earliest"})
+    values: set[str] = set()
+    try:
+        consumer.subscribe([topic])
+
+        def drained() -> bool:
+            for message in consumer.consume(100, 0.5):
+                if message.error() is None:
+                    values.add(message.value().decode())
+            return len(values) == count
+        wait_until(drained, 60, f"{count} records read back")
+    finally:
+        consumer.close()
+    assert values == {f"value-{i}" for i in range(count)}
 
 
 def described(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int]]]:

@@ -10,21 +10,18 @@ anything labelled with the lab's prefix, whatever happened.
 """
 from __future__ import annotations
 
-import uuid
 
 import pytest
 
 from kafkalike.lab.netns import prefix_for
 from kafkalike.lab.observe import zookeeper_mode
 from tests.docker_daemon import lab_leftovers, remove_lab_leftovers, running_dockerd
-from tests.waiting import wait_until
-from tests.lab_cli import LabUnderTest, isr_sizes, topics
+from tests.lab_cli import LabUnderTest, round_trip_at_rf3
 
 pytestmark = pytest.mark.integration
 
 
 def test_ensemble_in_containers_serves_clients_and_down_leaves_nothing():
-    from confluent_kafka import Consumer, Producer
     with running_dockerd():
         lab = LabUnderTest.create("docker")
         try:
@@ -49,33 +46,7 @@ def test_ensemble_in_containers_serves_clients_and_down_leaves_nothing():
             modes = sorted(zookeeper_mode(host, int(port)) for host, port in addresses)
             assert modes == ["follower", "follower", "leader"]
 
-            bootstrap = report["bootstrap"]
-            topic = "docker-ensemble"
-            topics("--bootstrap-server", bootstrap, "--create", "--topic", topic, "--partitions", "3",
-                   "--replication-factor", "3")
-            wait_until(lambda: isr_sizes(bootstrap, topic) == [3, 3, 3], 30, "a full ISR")
-            producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-            failures: list = []
-            for i in range(200):
-                producer.produce(topic, f"value-{i}".encode(),
-                                 on_delivery=lambda err, msg: err and failures.append(err))
-            assert producer.flush(30) == 0 and failures == []
-            del producer
-            consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ensemble-{uuid.uuid4().hex[:6]}",
-                                 "auto.offset.reset": "earliest"})
-            values: set[str] = set()
-            try:
-                consumer.subscribe([topic])
-
-                def drained() -> bool:
-                    for message in consumer.consume(100, 0.5):
-                        if message.error() is None:
-                            values.add(message.value().decode())
-                    return len(values) == 200
-                wait_until(drained, 60, "200 records read back")
-            finally:
-                consumer.close()
-            assert values == {f"value-{i}" for i in range(200)}
+            round_trip_at_rf3(report["bootstrap"], "docker-ensemble")
 
             down = lab.run("down")
             assert down.returncode == 0, down.stderr

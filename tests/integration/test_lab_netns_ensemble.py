@@ -12,20 +12,17 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import uuid
 
 import pytest
 
 from kafkalike.lab.observe import zookeeper_mode
 from kafkalike.lab.processes import is_alive, processes_mentioning
-from tests.waiting import wait_until
-from tests.lab_cli import LabUnderTest, isr_sizes, lab_network, topics
+from tests.lab_cli import LabUnderTest, round_trip_at_rf3, lab_network
 
 pytestmark = pytest.mark.integration
 
 
 def test_ensemble_in_namespaces_serves_clients_and_down_leaves_nothing():
-    from confluent_kafka import Consumer, Producer
     if os.geteuid() != 0:
         pytest.fail("the netns lab tests need root (network namespaces); run them as root")
     for tool in ("ip", "iptables", "iptables-restore"):
@@ -55,32 +52,7 @@ def test_ensemble_in_namespaces_serves_clients_and_down_leaves_nothing():
         assert f"zookeeper.connect={report['zookeeper']['connect']}" in \
             (lab.dir / "broker-0" / "server.properties").read_text()
 
-        bootstrap = report["bootstrap"]
-        topic = "netns-ensemble"
-        topics("--bootstrap-server", bootstrap, "--create", "--topic", topic, "--partitions", "3",
-               "--replication-factor", "3")
-        wait_until(lambda: isr_sizes(bootstrap, topic) == [3, 3, 3], 30, "a full ISR")
-        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-        failures: list = []
-        for i in range(200):
-            producer.produce(topic, f"value-{i}".encode(), on_delivery=lambda err, msg: err and failures.append(err))
-        assert producer.flush(30) == 0 and failures == []
-        del producer
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ensemble-{uuid.uuid4().hex[:6]}",
-                             "auto.offset.reset": "earliest"})
-        values: set[str] = set()
-        try:
-            consumer.subscribe([topic])
-
-            def drained() -> bool:
-                for message in consumer.consume(100, 0.5):
-                    if message.error() is None:
-                        values.add(message.value().decode())
-                return len(values) == 200
-            wait_until(drained, 60, "200 records read back")
-        finally:
-            consumer.close()
-        assert values == {f"value-{i}" for i in range(200)}
+        round_trip_at_rf3(report["bootstrap"], "netns-ensemble")
 
         pids = {n["pid"] for n in report["nodes"]} | lab.seen_pids
         down = lab.run("down")

@@ -8,45 +8,16 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from twisted.internet import defer
 from twisted.internet.task import Clock
 
 from kafkalike.broker import replica_fetcher as fetcher_module
 from kafkalike.broker.replica_fetcher import FetchState, ReplicaFetcher
 from kafkalike.protocol.messages.fetch import FetchResponse
+from tests.unit.test_replication_connections import FakeConnector
 
 CONFIG = {"replica.fetch.wait.max.ms": 500, "replica.fetch.min.bytes": 1,
           "replica.fetch.response.max.bytes": 10 << 20, "replica.fetch.max.bytes": 1 << 20,
           "replica.fetch.backoff.ms": 1000}
-
-
-class FakeConnection:
-    """The leader's end: each request waits for the test to answer it."""
-
-    def __init__(self):
-        self.requests: list[tuple[object, defer.Deferred]] = []
-        self.closed = defer.Deferred()
-
-    def request(self, body, version):
-        d = defer.Deferred()
-        self.requests.append((body, d))
-        return d
-
-    def close(self):
-        if not self.closed.called:
-            self.closed.callback(None)
-
-
-class FakeConnector:
-    """Stands in for outbound.connect."""
-
-    def __init__(self):
-        self.made: list[FakeConnection] = []
-
-    def __call__(self, host, port, client_id, reactor, timeout=10):
-        conn = FakeConnection()
-        self.made.append(conn)
-        return defer.succeed(conn)
 
 
 class FakeQuota:
