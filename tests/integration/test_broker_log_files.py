@@ -124,6 +124,10 @@ def test_brokers_write_kafkas_log_files_from_their_log4j_properties(zk_chroot, k
         assert re.search(rf"INFO \[Controller id={controller_id} epoch=\d+\] Changed partition audit-0 from "
                          r"NewPartition to OnlinePartition with state LeaderAndIsr\(leader=\d, .*\) "
                          r"\(state\.change\.logger\)$", state, re.M)
+        # The broker's side of the same change names the controller's request by its correlation id.
+        assert re.search(rf"INFO \[Broker id={controller_id}\] Handled LeaderAndIsr request correlationId \d+ from "
+                         rf"controller {controller_id} epoch \d+: audit-0 is now (leader|follower) with leader epoch 0, "
+                         r"isr \[\d, \d\] \(state\.change\.logger\)$", state, re.M)
     finally:
         cluster.kill()
         shutil.rmtree(base, ignore_errors=True)
