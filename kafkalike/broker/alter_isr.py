@@ -7,10 +7,18 @@ controller then. The controller answers with
 the state it wrote (ISR and new zkVersion); a partition's error leaves it as it was
 until the next LeaderAndIsr, and a refusal of the whole request is sent again, as
 Kafka's AlterIsrManager does.
+
+A proposal is fixed when it is made: the ISR with the leader epoch and zkVersion it was
+made against (Kafka's AlterIsrItem). Read at send time instead, a proposal that waited
+out a controller failover went to the new controller with the epoch and zkVersion of a
+LeaderAndIsr that came since; the controller wrote an ISR the leader no longer proposed
+and the leader's zkVersion fell behind it, so every later proposal was refused
+(INVALID_UPDATE_VERSION) while producers got NOT_ENOUGH_REPLICAS.
 """
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from twisted.internet import defer, task
@@ -27,6 +35,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafka.server.AlterIsrManager")
 partition_log = logging.getLogger("kafka.cluster.Partition")
 RETRY_BACKOFF_S = 0.5
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """An ISR change as the leader proposed it: `isr` is the very list the partition holds
+    as pending_isr while the proposal stands, so a LeaderAndIsr that withdraws or replaces
+    it is seen by identity."""
+    isr: list[int]
+    leader_epoch: int
+    zk_version: int
 
 
 class ControllerRefused(Exception):
@@ -61,7 +79,8 @@ class AlterIsrManager:
         if partition.pending_isr is not None or sorted(new_isr) == sorted(partition.isr):
             return False
         partition.pending_isr = list(new_isr)
-        self.unsent[partition.tp] = partition
+        self.unsent[partition.tp] = (partition, Proposal(partition.pending_isr, partition.leader_epoch,
+                                                         partition.zk_version))
         log.info("[Partition %s-%d broker=%d] Proposing ISR change from %s to %s", partition.topic,
                  partition.index, self.broker_id, partition.isr, new_isr)
         if not self.sending:
@@ -74,7 +93,7 @@ class AlterIsrManager:
             while self.unsent and not self.is_shutting_down():
                 # A LeaderAndIsr since the proposal (leadership moved, or the controller
                 # wrote the ISR itself) withdrew it: it is not sent again.
-                batch = {tp: part for tp, part in self.unsent.items() if part.pending_isr is not None}
+                batch = {tp: item for tp, item in self.unsent.items() if item[0].pending_isr is item[1].isr}
                 self.unsent = {}
                 if not batch:
                     break
@@ -85,8 +104,8 @@ class AlterIsrManager:
                     if self.conn is not None:
                         self.conn.close()
                     self.conn, self.conn_to = None, None
-                    for tp, part in batch.items():
-                        self.unsent.setdefault(tp, part)
+                    for tp, item in batch.items():
+                        self.unsent.setdefault(tp, item)
                     await task.deferLater(self.reactor, RETRY_BACKOFF_S, lambda: None)
                     continue
                 self._apply(batch, response)
@@ -110,10 +129,10 @@ class AlterIsrManager:
             # forever and hold every later ISR change behind it.
             self.conn.closed.addCallback(self._closed, self.conn)
         topics: dict[str, list] = {}
-        for (topic, p), part in batch.items():
+        for (topic, p), (_, proposal) in batch.items():
             topics.setdefault(topic, []).append(AlterIsrRequest.PartitionData(
-                partition_index=p, leader_epoch=part.leader_epoch, new_isr=list(part.pending_isr),
-                current_isr_version=part.zk_version))
+                partition_index=p, leader_epoch=proposal.leader_epoch, new_isr=list(proposal.isr),
+                current_isr_version=proposal.zk_version))
         request = AlterIsrRequest(broker_id=self.broker_id, broker_epoch=self.broker_epoch(),
                                   topics=[AlterIsrRequest.TopicData(name=t, partitions=ps)
                                           for t, ps in topics.items()])
@@ -132,16 +151,22 @@ class AlterIsrManager:
 
     def _apply(self, batch, response) -> None:
         results = {(t.name, p.partition_index): p for t in response.topics for p in t.partitions}
-        for tp, part in batch.items():
-            part.pending_isr = None
+        for tp, (part, proposal) in batch.items():
+            standing = part.pending_isr is proposal.isr
+            if standing:
+                part.pending_isr = None
             result = results.get(tp)
             code = ErrorCode(result.error_code if result else ErrorCode.UNKNOWN_SERVER_ERROR)
             if code != ErrorCode.NONE:
-                log.info("[Partition %s-%d] Controller rejected ISR change: %s", tp[0], tp[1], code.name)
-                self.on_isr_failed(part)
+                if standing:
+                    log.info("[Partition %s-%d] Controller rejected ISR change: %s", tp[0], tp[1], code.name)
+                    self.on_isr_failed(part)
                 continue
-            if result.leader_epoch != part.leader_epoch:
-                continue    # a LeaderAndIsr overtook the answer; it is newer
+            # The controller's answer is its state as of now. A LeaderAndIsr of the same
+            # leader epoch may have overtaken it (Kafka would ignore the answer then), but
+            # only one with a newer zkVersion is newer than the answer.
+            if result.leader_epoch != part.leader_epoch or result.current_isr_version <= part.zk_version:
+                continue
             old_size = len(part.isr)
             part.isr = list(result.isr)
             part.zk_version = result.current_isr_version

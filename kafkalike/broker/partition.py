@@ -70,6 +70,17 @@ class Partition:
         """Become leader at state.leader_epoch; False if the request is stale."""
         if state.leader_epoch < self.leader_epoch:
             return False
+        if self.is_leader and state.leader_epoch == self.leader_epoch:
+            # The same leadership again: a new controller sends every partition's state,
+            # and may send it twice. Only a newer zkVersion has news (an ISR the controller
+            # wrote); an older or equal one must not withdraw the ISR change this leader
+            # has proposed since, nor forget its followers' positions. (Kafka 2.8 ignores
+            # every LeaderAndIsr of the current epoch.)
+            if state.zk_version > self.zk_version:
+                self._take_state(state)
+                self.followers = {r: self.followers.get(r) or FollowerState(last_caught_up_ms=now_ms)
+                                  for r in self.replicas if r != self.broker_id}
+            return True
         self._take_state(state)
         self.followers = {r: FollowerState(last_caught_up_ms=now_ms)
                           for r in self.replicas if r != self.broker_id}

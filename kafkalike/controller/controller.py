@@ -566,6 +566,12 @@ class KafkaController(ReassignmentSteps):
                     errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 elif p.leader_epoch < current.leader_epoch or current.leader != request.broker_id:
                     errors[tp] = ErrorCode.FENCED_LEADER_EPOCH
+                elif p.leader_epoch == current.leader_epoch and sorted(p.new_isr) == sorted(current.isr):
+                    # Already so (our answer to this proposal was lost, and the leader sent
+                    # it again): answered with the state, whatever zkVersion it names, as
+                    # Kafka's controller does since 3.0; 2.8 refused it and left the leader
+                    # with a zkVersion that no later proposal could match.
+                    continue
                 elif p.current_isr_version != current.zk_version:
                     errors[tp] = ErrorCode.INVALID_UPDATE_VERSION
                 elif any(r not in self.ctx.assignments[tp] for r in p.new_isr):
@@ -590,6 +596,17 @@ class KafkaController(ReassignmentSteps):
                 topics.setdefault(t.name, []).append(entry)
         d.callback(AlterIsrResponse(error_code=0, topics=[
             AlterIsrResponse.TopicData(name=n, partitions=ps) for n, ps in topics.items()]))
+        # A leader of the current epoch that names an older zkVersion has missed a state
+        # we wrote; until it learns it, every proposal of its is refused (and acks=all
+        # writes with them once its ISR is below min.insync.replicas). Kafka 2.8 leaves it
+        # waiting for a LeaderAndIsr that may never come; we send it the state.
+        behind = [tp for tp, code in errors.items() if code == ErrorCode.INVALID_UPDATE_VERSION
+                  and self.ctx.leadership[tp].leader == request.broker_id]
+        if behind:
+            state_log.info("[Controller id=%d epoch=%d] Sending LeaderAndIsr to broker %d for %d partitions whose "
+                           "ISR changes named an old zkVersion", self.broker_id, self.ctx.epoch, request.broker_id,
+                           len(behind))
+            self._send_leader_and_isr({request.broker_id}, behind)
         if written:
             self._send_update_metadata(self.ctx.live_ids, written)
             # After the answer, as Kafka: an ISR that now holds every target replica

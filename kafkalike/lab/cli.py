@@ -304,6 +304,7 @@ def _scenario(args: argparse.Namespace) -> int:
         j = outcome.judgement
         print(f"  consumed {j.consumed} distinct records (redelivered {j.redelivered}, at another offset than "
               f"acknowledged {j.moved}); {j.send_errors} sends failed (the tool sends without retries)"
+              + (": " + ", ".join(f"{kind} {n}" for kind, n in j.send_errors_by_kind) if j.send_errors_by_kind else "")
               + (f"; lost e.g. {', '.join(map(str, j.lost_sample))}" if j.lost_sample else ""))
         for what, counts, sample in (("duplicated", j.duplicated_by_partition, j.duplicated_sample),
                                      ("reordered", j.reordered_by_partition, j.reordered_sample)):

@@ -43,6 +43,7 @@ class Judgement:
     reordered_by_partition: tuple[tuple[int, int], ...] = ()      # (partition, records), partitions with any
     duplicated_sample: tuple[int, ...] = ()                       # values stored more than once
     reordered_sample: tuple[int, ...] = ()                        # values stored behind a later one
+    send_errors_by_kind: tuple[tuple[str, int], ...] = ()         # (exception's simple name, sends), most first
 
     @property
     def passed(self) -> bool:
@@ -60,6 +61,7 @@ def _value(raw: object) -> int | None:
 def judge(producer_events: Iterable[Mapping], consumer_events: Iterable[Mapping]) -> Judgement:
     acked: dict[int, tuple[int, int]] = {}
     errors = 0
+    kinds: Counter[str] = Counter()
     for event in producer_events:
         if event.get("name") == "producer_send_success":
             value = _value(event["value"])
@@ -67,6 +69,7 @@ def judge(producer_events: Iterable[Mapping], consumer_events: Iterable[Mapping]
                 acked[value] = (event["partition"], event["offset"])
         elif event.get("name") == "producer_send_error":
             errors += 1
+            kinds[str(event.get("exception", "unknown")).rsplit(".", 1)[-1]] += 1
 
     reads: Counter[tuple[int, int]] = Counter()
     at: dict[tuple[int, int], int] = {}
@@ -114,4 +117,5 @@ def judge(producer_events: Iterable[Mapping], consumer_events: Iterable[Mapping]
         duplicated=sum(copies.values()), reordered=sum(behind.values()),
         redelivered=sum(n - 1 for n in reads.values()), moved=moved, lost_sample=tuple(lost[:10]),
         duplicated_by_partition=tuple(sorted(copies.items())), reordered_by_partition=tuple(sorted(behind.items())),
-        duplicated_sample=tuple(sorted(copied)[:10]), reordered_sample=tuple(sorted(out_of_order)[:10]))
+        duplicated_sample=tuple(sorted(copied)[:10]), reordered_sample=tuple(sorted(out_of_order)[:10]),
+        send_errors_by_kind=tuple(kinds.most_common()))

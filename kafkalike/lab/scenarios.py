@@ -286,7 +286,13 @@ class Run:
         return wait_for(found, timeout, "a running controller")[0]
 
     def wait_full_isr(self, timeout: float = 60) -> None:
-        wait_for(lambda: self.zk.full_isr(self.topic), timeout, f"a full ISR on every partition of {self.topic}")
+        try:
+            wait_for(lambda: self.zk.full_isr(self.topic), timeout, f"a full ISR on every partition of {self.topic}")
+        except LabError as error:
+            # Which partition is short, and at which epoch, is what a reader needs next.
+            states = ", ".join(f"{p}: leader {s.leader} epoch {s.leader_epoch} ISR {list(s.isr)}" if s else f"{p}: no state"
+                               for p, s in self.zk.partitions(self.topic).items())
+            raise LabError(f"{error} (now {states})") from None
         self.log("ISR full again on every partition")
 
     # -- the tools ---------------------------------------------------------------------

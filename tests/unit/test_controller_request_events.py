@@ -46,3 +46,38 @@ def test_the_queue_goes_on_after_a_failed_event(cluster):
     [answer] = answers
     assert isinstance(answer, AlterIsrResponse) and answer.error_code == 0
     assert list(answer.topics[0].partitions[0].isr) == [1, 2]
+
+
+def partition_answer(controller, request):
+    answers = []
+    controller.alter_isr(request).addCallback(answers.append)
+    [answer] = answers
+    return answer.topics[0].partitions[0]
+
+
+def test_a_proposal_already_in_place_is_answered_with_the_state_whatever_version_it_names(cluster):
+    """The leader's answer was lost and it proposes again, naming the version before."""
+    controller, zk, channels, _ = cluster
+    assert partition_answer(controller, alter_isr_request(controller, [1, 2])).error_code == 0
+    writes = len(zk.writes)
+    again = alter_isr_request(controller, [1, 2])
+    again.topics[0].partitions[0].current_isr_version -= 1
+    answer = partition_answer(controller, again)
+    assert answer.error_code == 0 and list(answer.isr) == [1, 2] and answer.current_isr_version == 11
+    assert len(zk.writes) == writes, "nothing new to write"
+
+
+def test_a_leader_behind_the_controllers_zk_version_is_sent_the_state(cluster):
+    """Refused for an old zkVersion, the leader would be refused for ever (and its acks=all
+    producers with it once its ISR is below min.insync.replicas): it is sent LeaderAndIsr."""
+    from kafkalike.controller import requests as reqs
+    controller, zk, channels, _ = cluster
+    assert partition_answer(controller, alter_isr_request(controller, [1, 2])).error_code == 0
+    stale = alter_isr_request(controller, [1, 3])
+    stale.topics[0].partitions[0].current_isr_version -= 1
+    before = len(channels.of(reqs.LEADER_AND_ISR_VERSION))
+    assert partition_answer(controller, stale).error_code == 95       # INVALID_UPDATE_VERSION
+    sent = channels.of(reqs.LEADER_AND_ISR_VERSION)[before:]
+    assert [b for b, _ in sent] == [1]
+    [state] = [s for t in sent[0][1].topic_states for s in t.partition_states]
+    assert (state.partition_index, list(state.isr), state.zk_version) == (0, [1, 2], 11)

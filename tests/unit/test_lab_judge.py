@@ -65,3 +65,15 @@ def test_a_record_stored_behind_a_later_one_is_reordered():
 
 def test_nothing_acknowledged_is_no_pass():
     assert not judge([], []).passed
+
+
+def test_failed_sends_are_counted_by_exception_most_first():
+    """What the producer was refused with says which fault held it (a short ISR, a dead leader)."""
+    def failed(value: int, exception: str) -> dict:
+        return {"name": "producer_send_error", "value": str(value), "exception": f"class {exception}", "message": ""}
+    producer = [acked(0, 0, 0), failed(1, "org.apache.kafka.common.errors.NetworkException"),
+                failed(2, "org.apache.kafka.common.errors.NotEnoughReplicasException"),
+                failed(3, "org.apache.kafka.common.errors.NotEnoughReplicasException")]
+    j = judge(producer, [read(0, 0, 0)])
+    assert j.send_errors == 3
+    assert j.send_errors_by_kind == (("NotEnoughReplicasException", 2), ("NetworkException", 1))
