@@ -9,7 +9,9 @@ unit-level authorization matrix included (the inter-broker ones too, sent as ali
 SASL to the controller); ACLs added with
 kafka-acls --producer/--consumer let confluent-kafka and kafka-python produce and
 consume; prefixed, wildcard and deny ACLs written straight to ZooKeeper with
---authorizer-properties reach every broker through the change notifications.
+--authorizer-properties reach every broker through the change notifications. kcat,
+kafka-python and aiokafka, logged in as carol (who may use one group and see one topic,
+no more), are refused that topic's records with TOPIC_AUTHORIZATION_FAILED in each one's own words.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from kafkalike.lab.zookeeper import free_ports
 from tests.conftest import REPO_ROOT, scratch_dir
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" '
-        'user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";')
+        'user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret" user_carol="carol-secret";')
 TOOL = str(REPO_ROOT / "bin" / "kafka-acls.sh")
 
 
@@ -368,3 +370,72 @@ def test_the_admin_client_creates_describes_and_deletes_acls(secured):
         with pytest.raises(KafkaAdminError) as refused:
             alice.create_acls([write])
         assert refused.value.code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_kcat_kafka_python_and_aiokafka_without_a_topic_acl_are_refused_it(secured):
+    """carol may read the group carol-g and see (Describe) the topic carol-denied, nothing
+    more. Producing to it and consuming it is refused with TOPIC_AUTHORIZATION_FAILED,
+    which each client reports as its own error, and the topic keeps only what admin wrote."""
+    import asyncio
+
+    import aiokafka
+    import aiokafka.errors
+    import kafka
+    import kafka.errors
+    from confluent_kafka.admin import AdminClient, NewTopic
+    topic = "carol-denied"
+    admin = AdminClient(_conf(secured, "admin"))
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
+    assert _produce(_conf(secured, "admin"), topic, 2) == [None, None]
+    zk = ["--authorizer-properties", f"zookeeper.connect={secured['zk']}", "--add", "--allow-principal", "User:carol"]
+    for grant in (["--operation", "Read", "--group", "carol-g"], ["--operation", "Describe", "--topic", topic]):
+        granted = _acls(*zk, *grant)
+        assert granted.returncode == 0, granted.stdout + granted.stderr
+    time.sleep(1)       # the change notification reaches every broker
+    carol = _conf(secured, "carol")
+    bootstrap = carol["bootstrap.servers"]
+
+    kcat = ["kcat", "-b", bootstrap, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN",
+            "-X", "sasl.username=carol", "-X", "sasl.password=carol-secret"]
+    produced = subprocess.run(kcat + ["-P", "-t", topic], input=b"from-kcat\n", capture_output=True, timeout=60)
+    assert b"Topic authorization failed" in produced.stderr, produced.stderr[-2000:]
+    consumed = subprocess.run(kcat + ["-C", "-t", topic, "-o", "beginning", "-e"], capture_output=True, timeout=60)
+    assert b"Topic authorization failed" in consumed.stderr and b"v0" not in consumed.stdout, consumed.stderr[-2000:]
+
+    kp = {"bootstrap_servers": bootstrap.split(","), "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+          "sasl_plain_username": "carol", "sasl_plain_password": "carol-secret"}
+    # Not idempotent: InitProducerId would be refused first (CLUSTER_AUTHORIZATION_FAILED,
+    # carol may write nowhere), and the topic's own refusal is what this test is about.
+    producer = kafka.KafkaProducer(max_block_ms=10000, enable_idempotence=False, **kp)
+    with pytest.raises(kafka.errors.TopicAuthorizationFailedError):
+        producer.send(topic, b"from-kafka-python").get(timeout=15)
+    producer.close()
+    consumer = kafka.KafkaConsumer(topic, group_id="carol-g", auto_offset_reset="earliest", **kp)
+    with pytest.raises(kafka.errors.TopicAuthorizationFailedError):
+        consumer.poll(timeout_ms=10000)
+    consumer.close()
+
+    aio = {"bootstrap_servers": bootstrap, "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+           "sasl_plain_username": "carol", "sasl_plain_password": "carol-secret"}
+
+    async def refused(client, work) -> type | None:
+        try:
+            await client.start()
+            await work(client)
+        except aiokafka.errors.KafkaError as error:
+            return type(error)
+        finally:
+            await client.stop()
+        return None
+
+    async def aiokafka_refusals() -> list[type | None]:
+        producer = aiokafka.AIOKafkaProducer(request_timeout_ms=10000, enable_idempotence=False, **aio)
+        consumer = aiokafka.AIOKafkaConsumer(topic, group_id="carol-g", auto_offset_reset="earliest", **aio)
+        return [await refused(producer, lambda p: p.send_and_wait(topic, b"from-aiokafka")),
+                await refused(consumer, lambda c: asyncio.wait_for(c.getmany(timeout_ms=10000), 20))]
+    assert asyncio.run(aiokafka_refusals()) == [aiokafka.errors.TopicAuthorizationFailedError] * 2
+
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+    end = admin.list_offsets({TopicPartition(topic, 0): OffsetSpec.latest()})[TopicPartition(topic, 0)].result(15)
+    assert end.offset == 2              # nothing carol sent was written

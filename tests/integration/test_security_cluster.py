@@ -6,7 +6,8 @@ Three brokers replicate an RF=3 topic through their SASL_SSL inter-broker listen
 log in over TLS with PLAIN, or with SCRAM-SHA-512 as a user made with kafka-configs
 --zookeeper before the brokers start; the host name checked against the broker certificate
 (ssl.endpoint.identification.algorithm=https). A client sees the full ISR through the
-same secured listener. A keystore that does not exist, a wrong keystore password and an
+same secured listener, and the brokers' request logs show every replica Fetch and every
+controller request arriving on SASL_SSL as User:admin, none on PLAINTEXT. A keystore that does not exist, a wrong keystore password and an
 unsupported mechanism or store type each stop start-up with one line naming the key.
 """
 from __future__ import annotations
@@ -40,6 +41,33 @@ def _secured(pki, plain_port: int, secure_port: int, mechanism: str = "PLAIN") -
     }
 
 
+def set_request_log(broker: BrokerProcess, level: str) -> None:
+    """Turn the broker's kafka.request.logger to `level` (a BROKER_LOGGER config, over PLAINTEXT)."""
+    from kafkalike.client.admin import AdminClient, AlterConfigOp, ConfigResource, ResourceType
+    with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
+        admin.incremental_alter_configs({ConfigResource(ResourceType.BROKER_LOGGER, str(broker.broker_id)):
+                                         [AlterConfigOp("kafka.request.logger", level)]})
+
+
+INTER_BROKER_APIS = {"LeaderAndIsr", "UpdateMetadata", "StopReplica", "ControlledShutdown", "AlterIsr"}
+
+
+def inter_broker_requests(broker: BrokerProcess) -> set[tuple[str, str, str]]:
+    """(API, listener, principal) of the requests other brokers (and their controller) sent
+    this one, from its request log: the controller's APIs, and Fetch from a replica."""
+    import json
+    from kafkalike.protocol.api import APIS
+    out = set()
+    for line in (broker.app_log_dir / "kafka-request.log").read_text().splitlines():
+        if "Completed request:" not in line:
+            continue
+        entry = json.loads(line.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])
+        api = APIS[entry["requestHeader"]["requestApiKey"]].name
+        if api in INTER_BROKER_APIS or (api == "Fetch" and entry["request"].get("replicaId", -1) >= 0):
+            out.add((api, entry["listener"], entry["principal"]))
+    return out
+
+
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
 def test_an_rf3_topic_reaches_full_isr_over_a_sasl_ssl_inter_broker_listener(zk_chroot, mechanism):
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -59,6 +87,8 @@ def test_an_rf3_topic_reaches_full_isr_over_a_sasl_ssl_inter_broker_listener(zk_
             b.start()
         for b in brokers:
             b.wait_ready(60)
+        for b in brokers:
+            set_request_log(b, "DEBUG")
         conf = {"bootstrap.servers": f"127.0.0.1:{ports[1]}", "security.protocol": "sasl_ssl",
                 "ssl.ca.location": pki.path("ca.pem"), "sasl.mechanism": "PLAIN",
                 "sasl.username": "alice", "sasl.password": "alice-secret"}
@@ -80,6 +110,11 @@ def test_an_rf3_topic_reaches_full_isr_over_a_sasl_ssl_inter_broker_listener(zk_
         for b in brokers:
             log = b.server_log.read_text()
             assert "Authentication to" not in log and "Failed authentication" not in log
+        # Replication and the controller's requests came over SASL_SSL, logged in as admin:
+        # the request logs show every one of them there, and none on PLAINTEXT.
+        seen = {entry for b in brokers for entry in inter_broker_requests(b)}
+        assert {api for api, _, _ in seen} >= {"Fetch", "LeaderAndIsr", "UpdateMetadata"}, seen
+        assert {(listener, principal) for _, listener, principal in seen} == {("SASL_SSL", "User:admin")}, seen
     finally:
         for b in brokers:
             b.kill()

@@ -3,9 +3,12 @@
 One broker listens on PLAINTEXT (the lab's readiness check), SSL (PKCS12 keystore, PEM
 truststore), SASL_PLAINTEXT and SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) and an
 SSL listener that requires client certificates (PEM keystore per KIP-651, set with
-listener-prefixed keys) and one that only requests them (ssl.client.auth=requested). Certificates are made by the test. confluent-kafka (librdkafka),
-kcat, kafka-python and aiokafka produce and consume on each, and are refused with Kafka's
-errors when a password or certificate is wrong. SCRAM users are created the way operators
+listener-prefixed keys), one that only requests them (ssl.client.auth=requested), one
+that speaks only TLS 1.3 (ssl.enabled.protocols), one with one cipher suite
+(ssl.cipher.suites) and one whose keys and trusted CA are PEM text in the config itself.
+Certificates are made by the test. confluent-kafka (librdkafka), kcat, kafka-python and
+aiokafka produce and consume on each, and are refused with Kafka's errors when a password
+or certificate is wrong. SCRAM users are created the way operators
 do, with an AlterUserScramCredentials call from confluent-kafka's admin client.
 """
 from __future__ import annotations
@@ -16,15 +19,17 @@ import shutil
 import subprocess
 import time
 import uuid
+from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from kafkalike.lab.cluster import Cluster
+from kafkalike.lab.cluster import BrokerProcess, Cluster
 from kafkalike.lab.zookeeper import free_ports
 from tests.conftest import REPO_ROOT, scratch_dir
 from tests.security_certs import CLIENT_DN, JAAS_PLAIN, PASSWORD, Pki, make_pki
 
+TLS_LISTENERS = {name: "SSL" for name in ("MTLS", "OPTIONAL", "TLS13", "AES256")}    # the SSL listeners' own names
 SCRAM_USERS = {"scram256": ("SCRAM-SHA-256", "s256-secret"), "scram512": ("SCRAM-SHA-512", "s512-secret")}
 
 
@@ -36,9 +41,14 @@ class SecureBroker:
         return f"127.0.0.1:{self.ports[listener]}"
 
 
+def _property_value(pem: str) -> str:
+    """PEM text as one line of a properties file."""
+    return pem.strip().replace("\n", "\\n")
+
+
 def broker_overrides(pki: Pki, ports: dict[str, int]) -> dict[str, str]:
     names = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT",
-             "SASL_SSL": "SASL_SSL", "MTLS": "SSL", "OPTIONAL": "SSL"}
+             "SASL_SSL": "SASL_SSL", "MTLS": "SSL", "OPTIONAL": "SSL", "TLS13": "SSL", "AES256": "SSL"}
     return {
         "listeners": ",".join(f"{n}://127.0.0.1:{ports[n]}" for n in names),
         "listener.security.protocol.map": ",".join(f"{n}:{p}" for n, p in names.items()),
@@ -50,6 +60,9 @@ def broker_overrides(pki: Pki, ports: dict[str, int]) -> dict[str, str]:
         "listener.name.mtls.ssl.keystore.location": pki.path("broker.pem"),
         "listener.name.mtls.ssl.key.password": PASSWORD,
         "listener.name.optional.ssl.client.auth": "requested",
+        "listener.name.tls13.ssl.enabled.protocols": "TLSv1.3",
+        "listener.name.aes256.ssl.enabled.protocols": "TLSv1.2",
+        "listener.name.aes256.ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS_PLAIN,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS_PLAIN,
@@ -61,7 +74,8 @@ def broker_overrides(pki: Pki, ports: dict[str, int]) -> dict[str, str]:
 def secure(module_zk_chroot: str) -> Iterator[SecureBroker]:
     base = scratch_dir("security")
     pki = make_pki(base / "pki")
-    ports = dict(zip(["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", "MTLS", "OPTIONAL"], free_ports(6)))
+    listeners = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", "MTLS", "OPTIONAL", "TLS13", "AES256"]
+    ports = dict(zip(listeners, free_ports(len(listeners))))
     cluster = Cluster(module_zk_chroot, base, 1, broker_overrides(pki, ports))
     cluster.brokers[0].port = ports["PLAINTEXT"]
     try:
@@ -86,7 +100,7 @@ def _create_scram_users(bootstrap: str) -> None:
 
 def librdkafka_config(secure: SecureBroker, listener: str, mechanism: str | None = None,
                       password_ok: bool = True) -> dict:
-    protocol = {"MTLS": "SSL", "OPTIONAL": "SSL"}.get(listener, listener)
+    protocol = TLS_LISTENERS.get(listener, listener)
     conf = {"bootstrap.servers": secure.addr(listener), "security.protocol": protocol.lower()}
     if "SSL" in protocol:
         conf["ssl.ca.location"] = secure.pki.path("ca.pem")
@@ -136,19 +150,24 @@ def test_confluent_kafka_produces_and_consumes(secure, listener, mechanism):
     assert got == [f"m{i}".encode() for i in range(5)]
 
 
-def _kcat_args(secure: SecureBroker, listener: str, mechanism: str | None, password_ok: bool = True) -> list[str]:
-    args = ["kcat", "-b", secure.addr(listener)]
-    for key, value in librdkafka_config(secure, listener, mechanism, password_ok).items():
+def _kcat(conf: dict) -> list[str]:
+    """kcat's command line for a librdkafka configuration."""
+    args = ["kcat", "-b", conf["bootstrap.servers"]]
+    for key, value in conf.items():
         if key != "bootstrap.servers":
             args += ["-X", f"{'sasl.mechanisms' if key == 'sasl.mechanism' else key}={value}"]
     return args
 
 
+def _kcat_args(secure: SecureBroker, listener: str, mechanism: str | None, password_ok: bool = True) -> list[str]:
+    return _kcat(librdkafka_config(secure, listener, mechanism, password_ok))
+
+
 @pytest.mark.parametrize("listener,mechanism", [("SSL", None), ("SASL_SSL", "SCRAM-SHA-256"),
-                                                ("SASL_PLAINTEXT", "PLAIN")])
+                                                ("SASL_PLAINTEXT", "PLAIN"), ("SASL_PLAINTEXT", "SCRAM-SHA-512")])
 def test_kcat_produces_and_consumes(secure, listener, mechanism):
     base = _kcat_args(secure, listener, mechanism)
-    topic = f"kcat-{listener.lower()}"
+    topic = f"kcat-{listener.lower()}-{(mechanism or 'tls').lower()}"
     subprocess.run(base + ["-P", "-t", topic], input=b"one\ntwo\nthree\n", check=True, timeout=60)
     out = subprocess.run(base + ["-C", "-t", topic, "-o", "beginning", "-e", "-q"], capture_output=True,
                          check=True, timeout=60)
@@ -260,6 +279,112 @@ def test_a_client_that_does_not_trust_the_broker_ca_refuses_it(secure):
     assert errors and "certificate verify failed" in errors[0].str(), errors
 
 
+def test_kcat_with_an_untrusted_certificate_is_refused(secure):
+    args = _kcat({**librdkafka_config(secure, "MTLS"), "ssl.certificate.location": secure.pki.path("rogue-cert.pem"),
+                  "ssl.key.location": secure.pki.path("rogue-key.pem")})
+    before = secure.broker.server_log.read_text().count(TLS_REFUSED)
+    out = subprocess.run(args + ["-L", "-m", "3"], capture_output=True, timeout=60)
+    assert out.returncode != 0 and b"alert unknown ca" in out.stderr, out.stderr[-2000:]
+    assert _wait_for_more(secure, TLS_REFUSED, before) > before
+
+
+def test_kafka_python_with_an_untrusted_certificate_is_refused(secure):
+    import kafka
+    import kafka.errors
+    conf = _kafka_python_config(secure, "MTLS", None)
+    conf.update(ssl_certfile=secure.pki.path("rogue-cert.pem"), ssl_keyfile=secure.pki.path("rogue-key.pem"))
+    before = secure.broker.server_log.read_text().count(TLS_REFUSED)
+    with pytest.raises(kafka.errors.KafkaTimeoutError, match="Unable to bootstrap"):     # kafka-python 3's words
+        kafka.KafkaProducer(request_timeout_ms=5000, max_block_ms=5000, bootstrap_timeout_ms=3000, **conf)
+    assert _wait_for_more(secure, TLS_REFUSED, before) > before
+
+
+def test_aiokafka_with_an_untrusted_certificate_is_refused(secure):
+    import aiokafka
+    import aiokafka.errors
+    from aiokafka.helpers import create_ssl_context
+    conf = _aiokafka_config(secure, "MTLS", None)
+    conf["ssl_context"] = create_ssl_context(cafile=secure.pki.path("ca.pem"), certfile=secure.pki.path("rogue-cert.pem"),
+                                             keyfile=secure.pki.path("rogue-key.pem"))
+    before = secure.broker.server_log.read_text().count(TLS_REFUSED)
+
+    async def run():
+        producer = aiokafka.AIOKafkaProducer(request_timeout_ms=5000, **conf)
+        try:
+            await producer.start()
+        finally:
+            await producer.stop()
+    with pytest.raises(aiokafka.errors.KafkaConnectionError):
+        asyncio.run(run())
+    assert _wait_for_more(secure, TLS_REFUSED, before) > before
+
+
+def test_a_listener_takes_only_its_enabled_protocols(secure):
+    """listener.name.tls13.ssl.enabled.protocols=TLSv1.3: kafka-python limited to TLS 1.2
+    is refused, and served with TLS 1.3."""
+    import ssl
+
+    import kafka
+    import kafka.errors
+
+    def context(highest: ssl.TLSVersion) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=secure.pki.path("ca.pem"))
+        ctx.maximum_version = highest
+        return ctx
+    conf = {"bootstrap_servers": secure.addr("TLS13"), "security_protocol": "SSL"}
+    before = secure.broker.server_log.read_text().count(TLS_REFUSED)
+    with pytest.raises(kafka.errors.KafkaTimeoutError, match="Unable to bootstrap"):
+        kafka.KafkaProducer(ssl_context=context(ssl.TLSVersion.TLSv1_2), max_block_ms=5000, bootstrap_timeout_ms=3000,
+                            **conf)
+    assert _wait_for_more(secure, TLS_REFUSED, before) > before
+    producer = kafka.KafkaProducer(ssl_context=context(ssl.TLSVersion.TLSv1_3), **conf)
+    producer.send("tls13-only", b"x").get(timeout=30)
+    producer.close()
+
+
+def test_a_listener_takes_only_its_cipher_suites(secure):
+    """listener.name.aes256.ssl.cipher.suites in Java's names: a librdkafka client offering
+    only AES-128 is refused; one offering the suite is served."""
+    aes128 = {**librdkafka_config(secure, "AES256"), "ssl.cipher.suites": "ECDHE-ECDSA-AES128-GCM-SHA256"}
+    errors = _librdkafka_errors(aes128)
+    assert errors and "handshake failure" in errors[0].str().lower(), errors
+    aes256 = {**librdkafka_config(secure, "AES256"), "ssl.cipher.suites": "ECDHE-ECDSA-AES256-GCM-SHA384"}
+    assert _roundtrip_confluent(aes256, "aes256-only") == [f"m{i}".encode() for i in range(5)]
+
+
+def test_a_broker_with_its_keys_and_trusted_certificates_inline_in_its_config(secure, zk_chroot):
+    """ssl.keystore.key / ssl.keystore.certificate.chain / ssl.truststore.certificates
+    (KIP-651), no key or trust files: the broker proves itself with the inline chain and
+    checks clients against the inline CA, serving a client certificate of that CA and
+    refusing one of another. (Its own broker: Kafka refuses a listener that would have a
+    keystore file and inline keys both, and the module's broker has a keystore file.)"""
+    pki = secure.pki
+    broker_pem = Path(pki.path("broker.pem")).read_text()
+    key_end = broker_pem.index("-----END ENCRYPTED PRIVATE KEY-----") + len("-----END ENCRYPTED PRIVATE KEY-----")
+    plain, tls = free_ports(2)
+    base = scratch_dir("inline-pem")
+    broker = BrokerProcess(0, zk_chroot, base, plain, {    # a cluster of its own
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{tls}", "ssl.client.auth": "required",
+        "ssl.keystore.type": "PEM", "ssl.key.password": PASSWORD,
+        "ssl.keystore.key": _property_value(broker_pem[:key_end]),
+        "ssl.keystore.certificate.chain": _property_value(broker_pem[key_end:]),
+        "ssl.truststore.type": "PEM", "ssl.truststore.certificates": _property_value(Path(pki.path("ca.pem")).read_text())})
+    try:
+        broker.start()
+        broker.wait_ready(60)
+        conf = {"bootstrap.servers": f"127.0.0.1:{tls}", "security.protocol": "ssl",
+                "ssl.ca.location": pki.path("ca.pem"), "ssl.certificate.location": pki.path("client-cert.pem"),
+                "ssl.key.location": pki.path("client-key.pem")}
+        assert _roundtrip_confluent(conf, "inline-pem") == [f"m{i}".encode() for i in range(5)]
+        errors = _librdkafka_errors({**conf, "ssl.certificate.location": pki.path("rogue-cert.pem"),
+                                     "ssl.key.location": pki.path("rogue-key.pem")})
+        assert errors and ("unknown ca" in errors[0].str().lower() or "alert" in errors[0].str().lower()), errors
+        assert "BEGIN ENCRYPTED PRIVATE KEY" not in broker.server_log.read_text()    # logged as [hidden]
+    finally:
+        broker.kill()
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def test_a_sasl_listener_closes_on_a_request_before_authentication(secure):
     """Metadata before SaslHandshake: Kafka's authenticator closes the connection."""
     from kafkalike.client.connection import BrokerConnection
@@ -275,7 +400,7 @@ def test_a_sasl_listener_closes_on_a_request_before_authentication(secure):
 
 
 def _kafka_python_config(secure: SecureBroker, listener: str, mechanism: str | None, password_ok=True) -> dict:
-    protocol = {"MTLS": "SSL", "OPTIONAL": "SSL"}.get(listener, listener)
+    protocol = TLS_LISTENERS.get(listener, listener)
     conf = {"bootstrap_servers": secure.addr(listener), "security_protocol": protocol}
     if "SSL" in protocol:
         conf["ssl_cafile"] = secure.pki.path("ca.pem")
@@ -290,7 +415,7 @@ def _kafka_python_config(secure: SecureBroker, listener: str, mechanism: str | N
 
 
 @pytest.mark.parametrize("listener,mechanism", [("MTLS", None), ("SASL_SSL", "SCRAM-SHA-512"),
-                                                ("SASL_PLAINTEXT", "SCRAM-SHA-256")])
+                                                ("SASL_PLAINTEXT", "SCRAM-SHA-256"), ("SASL_SSL", "PLAIN")])
 def test_kafka_python_produces_and_consumes(secure, listener, mechanism):
     import kafka
     conf = _kafka_python_config(secure, listener, mechanism)
@@ -323,7 +448,7 @@ def test_kafka_python_with_a_wrong_password_logs_the_brokers_refusal(secure, cap
 
 def _aiokafka_config(secure: SecureBroker, listener: str, mechanism: str | None, password_ok=True) -> dict:
     from aiokafka.helpers import create_ssl_context
-    protocol = {"MTLS": "SSL", "OPTIONAL": "SSL"}.get(listener, listener)
+    protocol = TLS_LISTENERS.get(listener, listener)
     conf = {"bootstrap_servers": secure.addr(listener), "security_protocol": protocol}
     if "SSL" in protocol:
         cert = dict(certfile=secure.pki.path("client-cert.pem"), keyfile=secure.pki.path("client-key.pem")) \
@@ -337,7 +462,7 @@ def _aiokafka_config(secure: SecureBroker, listener: str, mechanism: str | None,
 
 
 @pytest.mark.parametrize("listener,mechanism", [("SSL", None), ("SASL_SSL", "PLAIN"),
-                                                ("SASL_PLAINTEXT", "SCRAM-SHA-512")])
+                                                ("SASL_PLAINTEXT", "SCRAM-SHA-512"), ("SASL_SSL", "SCRAM-SHA-256")])
 def test_aiokafka_produces_and_consumes(secure, listener, mechanism):
     import aiokafka
     topic = f"aio-{listener.lower()}-{(mechanism or 'tls').lower()}"
@@ -384,7 +509,7 @@ def test_aiokafka_with_a_wrong_password_is_refused(secure, caplog):
 # -- kafkalike's own client and tools ----------------------------------------------------
 
 def _own_config(secure: SecureBroker, listener: str, mechanism: str | None = None, password_ok=True) -> dict:
-    protocol = {"MTLS": "SSL", "OPTIONAL": "SSL"}.get(listener, listener)
+    protocol = TLS_LISTENERS.get(listener, listener)
     conf = {"bootstrap.servers": secure.addr(listener), "security.protocol": protocol}
     if "SSL" in protocol:   # Java's keys: a PKCS12 truststore
         conf.update({"ssl.truststore.type": "PKCS12", "ssl.truststore.location": secure.pki.path("truststore.p12"),

@@ -212,3 +212,26 @@ def test_a_certificate_no_trusted_ca_issued_is_logged_too(tmp_path: Path, caplog
 def test_a_good_certificate_logs_no_failure(tmp_path: Path, caplog):
     lines, _, lost = _tls_exchange(tmp_path / "pki", "client", caplog)
     assert lines == [] and lost == []
+
+
+def test_connections_max_reauth_ms_can_be_set_per_mechanism():
+    """KIP-368: listener.name.<listener>.<mechanism>.connections.max.reauth.ms decides the
+    session lifetime of a login with that mechanism; the others keep the listener's."""
+    from kafkalike.broker.config import KafkaConfig
+    from kafkalike.broker.security.listener import all_listener_security
+    config = KafkaConfig({"zookeeper.connect": "z:2181", "listeners": "SASL_PLAINTEXT://127.0.0.1:9092",
+                          "security.inter.broker.protocol": "SASL_PLAINTEXT",
+                          "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+                          "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                          "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                              'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" '
+                              'password="pw" user_alice="pw";',
+                          "connections.max.reauth.ms": "60000",
+                          "listener.name.sasl_plaintext.scram-sha-256.connections.max.reauth.ms": "5000"})
+    security = all_listener_security(config)["SASL_PLAINTEXT"]
+    assert (security.reauth_ms_for("PLAIN"), security.reauth_ms_for("SCRAM-SHA-256")) == (60000, 5000)
+    auth = SaslServerAuthenticator(security, lambda user: defer.succeed({}), "/127.0.0.1")
+    auth.handshake("PLAIN", 1)
+    results = []
+    auth.authenticate(b"\x00alice\x00pw", 1).addCallback(results.append)
+    assert results[0][0].session_lifetime_ms == 60000

@@ -102,7 +102,7 @@ class SaslServerAuthenticator:
 
     def wants_reauthentication(self, api_key: int) -> bool:
         """A SaslHandshake on an authenticated connection starts re-authentication (KIP-368)."""
-        return (self.state is State.COMPLETE and api_key == 17 and self.security.reauth_ms > 0
+        return (self.state is State.COMPLETE and api_key == 17 and self.security.reauth_ms_for(self.mechanism) > 0
                 and self.client_supports_reauth)
 
     # -- handshake ---------------------------------------------------------------------
@@ -198,11 +198,12 @@ class SaslServerAuthenticator:
         self.state = State.COMPLETE
         self._reauthenticating = False
         self.raw_tokens = False
-        if self.security.reauth_ms > 0:
-            self.session_expires = time.monotonic() + self.security.reauth_ms / 1000
+        lifetime = self._session_lifetime_ms()
+        if lifetime > 0:
+            self.session_expires = time.monotonic() + lifetime / 1000
 
     def _session_lifetime_ms(self) -> int:
-        return self.security.reauth_ms if self.security.reauth_ms > 0 else 0
+        return max(self.security.reauth_ms_for(self.mechanism), 0)
 
     # PlainSaslServer: authzid NUL authcid NUL password, checked against the JAAS users.
     def _plain(self, token: bytes) -> bytes:

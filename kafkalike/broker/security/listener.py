@@ -63,6 +63,8 @@ class ListenerSecurity:
     mechanisms: tuple[str, ...] = ()
     plain_users: dict[str, str] = field(default_factory=dict)
     reauth_ms: int = 0
+    # KIP-368's listener.name.<listener>.<mechanism>.connections.max.reauth.ms, by mechanism
+    mechanism_reauth_ms: dict[str, int] = field(default_factory=dict)
     failed_auth_delay_ms: int = 100
     principal_mapper: SslPrincipalMapper = field(default_factory=lambda: SslPrincipalMapper(None))
     # user -> Deferred[its SCRAM entries]: the server's credential cache (None: read ZooKeeper)
@@ -71,6 +73,10 @@ class ListenerSecurity:
     @property
     def sasl(self) -> bool:
         return self.protocol in SASL_PROTOCOLS
+
+    def reauth_ms_for(self, mechanism: str | None) -> int:
+        """The session lifetime of a login with `mechanism` (0: sessions never end)."""
+        return self.mechanism_reauth_ms.get(mechanism or "", self.reauth_ms)
 
 
 def listener_security(config: KafkaConfig, name: str, protocol: str) -> ListenerSecurity:
@@ -100,6 +106,11 @@ def listener_security(config: KafkaConfig, name: str, protocol: str) -> Listener
                 raise invalid(key, ",".join(mechanisms), f"SASL mechanism {mechanism} is not supported by "
                               f"kafkalike (supported: {', '.join(SUPPORTED_MECHANISMS)})")
         sec.mechanisms = mechanisms
+        for mechanism in mechanisms:
+            key = f"{lc.prefix}{mechanism.lower()}.connections.max.reauth.ms"
+            if key in config.originals:
+                sec.mechanism_reauth_ms[mechanism] = BROKER_CONFIG["connections.max.reauth.ms"].parse(
+                    config.originals[key], key)
         if "PLAIN" in mechanisms:
             found = lc.jaas("PLAIN")
             if found is None:
