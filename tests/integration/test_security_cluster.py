@@ -7,7 +7,9 @@ log in over TLS with PLAIN, or with SCRAM-SHA-512 as a user made with kafka-conf
 --zookeeper before the brokers start; the host name checked against the broker certificate
 (ssl.endpoint.identification.algorithm=https). A client sees the full ISR through the
 same secured listener, and the brokers' request logs show every replica Fetch and every
-controller request arriving on SASL_SSL as User:admin, none on PLAINTEXT. A keystore that does not exist, a wrong keystore password and an
+controller request arriving on SASL_SSL as User:admin, none on PLAINTEXT. Brokers on an SSL
+inter-broker listener with AclAuthorizer pass it by their certificate's subject in
+super.users. A keystore that does not exist, a wrong keystore password and an
 unsupported mechanism or store type each stop start-up with one line naming the key.
 """
 from __future__ import annotations
@@ -191,6 +193,65 @@ def test_sessions_with_a_lifetime_are_renewed_not_cut(zk_chroot):
             log = b.server_log.read_text()
             assert EXPIRED not in log, [line for line in log.splitlines() if EXPIRED in line][:3]
             assert "Failed re-authentication" not in log and "Failed authentication" not in log
+    finally:
+        for b in brokers:
+            b.kill()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_brokers_on_an_ssl_inter_broker_listener_pass_the_authorizer_by_their_certificate(zk_chroot):
+    """security.inter.broker.protocol=SSL with ssl.client.auth=required and AclAuthorizer: the
+    brokers know each other by their certificate's subject, named in super.users, so the
+    controller's requests and replication pass the authorizer (an RF=3 topic takes acks=all
+    records and keeps its full ISR); a client whose certificate comes from the same CA but
+    who has no ACL is refused the topic, as Kafka does."""
+    from confluent_kafka import KafkaError, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from tests.security_certs import CLIENT_DN
+    broker_dn = "CN=localhost,O=kafkalike-tests"
+    base = scratch_dir("ssl-interbroker")
+    pki = make_pki(base / "pki")
+    ports = free_ports(6)
+    brokers = [BrokerProcess(i, zk_chroot, base, ports[2 * i], {
+        "listeners": f"PLAINTEXT://127.0.0.1:{ports[2 * i]},SSL://127.0.0.1:{ports[2 * i + 1]}",
+        "security.inter.broker.protocol": "SSL", "ssl.client.auth": "required",
+        "ssl.keystore.type": "PKCS12", "ssl.keystore.location": pki.path("broker.p12"),
+        "ssl.keystore.password": PASSWORD,
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": pki.path("ca.pem"),
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": f"User:{broker_dn}",
+        "offsets.topic.replication.factor": "3"}) for i in range(3)]
+
+    def tls(cert: str) -> dict:
+        return {"bootstrap.servers": ",".join(f"127.0.0.1:{ports[2 * i + 1]}" for i in range(3)),
+                "security.protocol": "ssl", "ssl.ca.location": pki.path("ca.pem"),
+                "ssl.certificate.location": pki.path(f"{cert}-cert.pem"), "ssl.key.location": pki.path(f"{cert}-key.pem")}
+    try:
+        for b in brokers:
+            b.start()
+        for b in brokers:
+            b.wait_ready(60)
+        operator = tls("broker")                  # an operator holding a super user's certificate
+        admin = AdminClient(operator)
+        admin.create_topics([NewTopic("by-certificate", 2, 3)])["by-certificate"].result(30)
+        producer = Producer({**operator, "acks": "all"})
+        for i in range(20):
+            producer.produce("by-certificate", f"c{i}".encode())
+        assert producer.flush(30) == 0
+        deadline = time.monotonic() + 30
+        while True:
+            parts = admin.list_topics("by-certificate", timeout=10).topics["by-certificate"].partitions
+            if all(sorted(p.isrs) == [0, 1, 2] for p in parts.values()):
+                break
+            assert time.monotonic() < deadline, {p.id: p.isrs for p in parts.values()}
+            time.sleep(0.5)
+        outcome = []
+        alice = Producer({**tls("client"), "message.timeout.ms": 8000})
+        alice.produce("by-certificate", b"from-alice", on_delivery=lambda err, _m: outcome.append(err and err.code()))
+        alice.flush(15)
+        assert outcome == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+        audit = "".join((b.server_log.parent / "kafka-authorizer.log").read_text() for b in brokers)
+        assert f"Principal = User:{CLIENT_DN} is Denied Operation = Describe" in audit    # the topic is hidden from her
+        assert f"Principal = User:{broker_dn} is Denied" not in audit
     finally:
         for b in brokers:
             b.kill()
