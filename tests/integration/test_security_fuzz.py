@@ -1,7 +1,8 @@
 """Garbage on secured listeners and replayed SCRAM messages (issue 16).
 
 The SSL listener's stores are JKS files made by keytool. Random bytes, truncated TLS and SASL exchanges and oversized frames on the SASL_PLAINTEXT
-and SSL listeners never log anyone in and never take the broker down; a SCRAM
+and SSL listeners, and real TLS ClientHellos cut short or followed by garbage, never log
+anyone in and never take the broker down; a SCRAM
 client-final message replayed on a new connection (where the server's nonce differs) is
 refused with SASL_AUTHENTICATION_FAILED, and the connection it came on cannot then be used.
 After all of it an honest SCRAM client still logs in and the broker still serves.
@@ -131,13 +132,26 @@ def test_a_replayed_scram_client_final_message_logs_nobody_in(target):
     replay.close()
 
 
+def _client_hello() -> bytes:
+    """The first flight of a real TLS client (OpenSSL's ClientHello), to cut and spoil."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    with pytest.raises(ssl.SSLWantReadError):
+        ctx.wrap_bio(incoming, outgoing, server_hostname="localhost").do_handshake()
+    hello = outgoing.read()
+    assert hello[:1] == b"\x16"        # a TLS handshake record
+    return hello
+
+
 def test_garbage_and_truncated_exchanges_never_log_in_nor_take_the_broker_down(target):
     broker, sasl_port, ssl_port, pki = target
     rnd = random.Random(16)
-    for i in range(60):
-        port = rnd.choice([sasl_port, ssl_port])
+    hello = _client_hello()
+    for i in range(72):
+        kind = i % 6
+        port = ssl_port if kind >= 4 else rnd.choice([sasl_port, ssl_port])
         sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-        kind = i % 4
         try:
             if kind == 0:      # random bytes
                 sock.sendall(rnd.randbytes(rnd.randint(1, 4000)))
@@ -145,6 +159,10 @@ def test_garbage_and_truncated_exchanges_never_log_in_nor_take_the_broker_down(t
                 sock.sendall(struct.pack(">i", 5000) + rnd.randbytes(100))
             elif kind == 2:    # an oversized frame
                 sock.sendall(struct.pack(">i", 2 ** 31 - 1))
+            elif kind == 4:    # a TLS ClientHello cut short, then the socket closes
+                sock.sendall(hello[:rnd.randint(1, len(hello) - 1)])
+            elif kind == 5:    # a whole ClientHello, then garbage where the handshake goes on
+                sock.sendall(hello + rnd.randbytes(rnd.randint(1, 2000)))
             else:              # a valid handshake, then garbage as SASL bytes
                 data = encode_request(17, 1, 1, "fuzz", SaslHandshakeRequest(mechanism="PLAIN"))
                 sock.sendall(struct.pack(">i", len(data)) + data)
