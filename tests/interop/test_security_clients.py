@@ -563,7 +563,8 @@ def test_kafkalike_client_with_a_wrong_password_logs_kafkas_message(secure, capl
 
 
 def test_tools_take_security_from_their_config_files(secure, tmp_path):
-    """kafka-topics --command-config and the console tools' --producer.config/--consumer.config."""
+    """kafka-topics --command-config, the console tools' --producer.config/--consumer.config, and
+    kafka-consumer-groups, kafka-configs and kafka-reassign-partitions with --command-config."""
     props = tmp_path / "client.properties"
     props.write_text("".join(f"{k}={v}\n" for k, v in _own_config(secure, "SASL_SSL", "SCRAM-SHA-256").items()
                              if k != "bootstrap.servers"))
@@ -578,8 +579,24 @@ def test_tools_take_security_from_their_config_files(secure, tmp_path):
                    "--topic", "tooled", input=b"alpha\nbeta\n")
     assert produced.returncode == 0, produced.stderr
     consumed = run("kafka-console-consumer.sh", "--bootstrap-server", bootstrap, "--consumer.config", str(props),
-                   "--topic", "tooled", "--from-beginning", "--max-messages", "2", "--timeout-ms", "30000")
+                   "--topic", "tooled", "--from-beginning", "--max-messages", "2", "--timeout-ms", "30000",
+                   "--group", "tooled-g")
     assert consumed.stdout.split() == [b"alpha", b"beta"], consumed.stderr
+    # The operator's other tools read the same file with --command-config.
+    described = run("kafka-consumer-groups.sh", "--bootstrap-server", bootstrap, "--command-config", str(props),
+                    "--describe", "--group", "tooled-g")
+    assert described.returncode == 0, described.stderr
+    row = next(line.split() for line in described.stdout.decode().splitlines() if line.startswith("tooled-g "))
+    assert row[1:4] == ["tooled", "0", "2"], described.stdout           # GROUP TOPIC PARTITION CURRENT-OFFSET
+    altered = run("kafka-configs.sh", "--bootstrap-server", bootstrap, "--command-config", str(props), "--alter",
+                  "--entity-type", "topics", "--entity-name", "tooled", "--add-config", "retention.ms=3600000")
+    assert altered.returncode == 0 and b"Completed updating config for topic tooled." in altered.stdout, altered
+    shown = run("kafka-configs.sh", "--bootstrap-server", bootstrap, "--command-config", str(props), "--describe",
+                "--entity-type", "topics", "--entity-name", "tooled")
+    assert b"retention.ms=3600000" in shown.stdout, shown
+    listed = run("kafka-reassign-partitions.sh", "--bootstrap-server", bootstrap, "--command-config", str(props),
+                 "--list")
+    assert listed.returncode == 0 and b"No partition reassignments found." in listed.stdout, listed
 
 
 def test_broker_api_versions_and_log_dirs_tools_on_a_secured_listener(secure, tmp_path):
