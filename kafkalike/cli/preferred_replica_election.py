@@ -31,7 +31,7 @@ from kafkalike.zkdata.znodes import PreferredReplicaElectionZNode
 from kafkalike.cli.tool_main import run_tool
 from kafkalike.cli.zookeeper_tool import ZooKeeperTool
 
-DEPRECATION = "This tool is deprecated. Please use kafka-leader-election tool. Tracking issue at: TBD\n"
+DEPRECATION = "This tool is deprecated. Please use kafka-leader-election tool. Tracking issue: KAFKA-8405\n"
 HELP = """This tool helps to causes leadership for each partition to be transferred back to the 'preferred replica', it can be used to balance leadership among the servers.
 Option                                  Description
 ------                                  -----------
@@ -85,22 +85,35 @@ def _names(partitions: list[tuple[str, int]]) -> list[str]:
 
 
 def elect_through_admin(admin: AdminClient, partitions: list[tuple[str, int]] | None, out: TextIO) -> None:
+    """2.8's AdminClientCommand: electLeaders(PREFERRED), then the partitions moved, the ones
+    whose preferred replica already led, and the failures, each kind on its own line(s).
+
+    One deliberate difference: 2.8's "already elected" line lists the partitions that
+    succeeded (a slip in its code, so it is usually empty); this one lists the partitions
+    that were already led by their preferred replica, as the sentence says."""
     try:
         results = admin.elect_leaders(0, partitions)
     except KafkaAdminError as error:
         if error.code == ErrorCode.REQUEST_TIMED_OUT:
             out.write("Timeout waiting for election results\n")
+            raise JavaError(ADMIN_COMMAND_FAILED, "Timeout waiting for election results", error) from None
+        if error.code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
+            out.write("Not authorized to perform leader election\n")
+            raise JavaError(ADMIN_COMMAND_FAILED, "Not authorized to perform leader election", error) from None
         raise JavaError(ADMIN_COMMAND_FAILED, None, error) from None
     attempted = partitions if partitions is not None else sorted(results)
-    ok = [tp for tp in attempted if tp in results and results[tp] is None]
-    failed = [tp for tp in attempted if tp not in ok]
-    if ok:
-        out.write(f"Successfully completed preferred replica election for partitions {', '.join(_names(ok))}\n")
+    outcome = {tp: results.get(tp, KafkaAdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)) for tp in attempted}
+    succeeded = [tp for tp, error in outcome.items() if error is None]
+    noop = [tp for tp, error in outcome.items() if error is not None and error.code == ErrorCode.ELECTION_NOT_NEEDED]
+    failed = [tp for tp in attempted if tp not in succeeded and tp not in noop]
+    if succeeded:
+        out.write(f"Successfully completed preferred leader election for partitions {', '.join(_names(succeeded))}\n")
+    if noop:
+        out.write(f"Preferred replica already elected for partitions {', '.join(_names(noop))}\n")
     if failed:
         for tp in failed:
-            error = results.get(tp) or KafkaAdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            out.write(f"Error completing preferred replica election for partition {tp[0]}-{tp[1]}: "
-                      f"{throwable(error)}\n")
+            out.write(f"Error completing preferred leader election for partition: {tp[0]}-{tp[1]}: "
+                      f"{throwable(outcome[tp])}\n")
         raise JavaError(ADMIN_COMMAND_FAILED, f"{len(failed)} preferred replica(s) could not be elected")
 
 

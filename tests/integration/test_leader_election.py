@@ -105,8 +105,8 @@ def test_deprecated_preferred_replica_election_tool_both_ways(kafka_cluster, zk_
                        "--path-to-json-file", str(election))
         assert run.returncode == 0, run.stderr
         moved = ", ".join(f"{TOPIC}-{p}" for p in preferred)
-        assert run.stdout == ("This tool is deprecated. Please use kafka-leader-election tool. Tracking issue at: "
-                              f"TBD\nSuccessfully completed preferred replica election for partitions {moved}\n")
+        assert run.stdout == ("This tool is deprecated. Please use kafka-leader-election tool. Tracking issue: "
+                              f"KAFKA-8405\nSuccessfully completed preferred leader election for partitions {moved}\n")
         assert leaders(view, TOPIC) == heads
 
         broker, preferred = bounce_preferred_leader(kafka_cluster, view)
@@ -114,7 +114,7 @@ def test_deprecated_preferred_replica_election_tool_both_ways(kafka_cluster, zk_
         assert run.returncode == 0, run.stderr
         names = [f"{TOPIC}-{p}" for p in range(PARTITIONS)]
         assert run.stdout.splitlines() == [
-            "This tool is deprecated. Please use kafka-leader-election tool. Tracking issue at: TBD",
+            "This tool is deprecated. Please use kafka-leader-election tool. Tracking issue: KAFKA-8405",
             "Warning: --zookeeper is deprecated and will be removed in a future version of Kafka.",
             "Use --bootstrap-server instead to specify a broker to connect to.",
             f"Created preferred replica election path with {','.join(names)}",

@@ -77,16 +77,32 @@ def test_json_file_rules():
         parse_partitions_json("not json")
 
 
-def test_deprecated_tool_through_admin_lists_successes_then_failures():
-    admin = FakeAdmin({("t", 0): None, ("t", 1): KafkaAdminError(ErrorCode.ELECTION_NOT_NEEDED,
-                                                                 "Leader election not needed for topic partition.")})
+def test_deprecated_tool_through_admin_lists_successes_noops_then_failures():
+    admin = FakeAdmin({("t", 0): None,
+                       ("t", 1): KafkaAdminError(ErrorCode.ELECTION_NOT_NEEDED,
+                                                 "Leader election not needed for topic partition."),
+                       ("t", 2): KafkaAdminError(ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                                                 "Failed to elect leader for partition t-2 under strategy "
+                                                 "PreferredReplicaPartitionLeaderElectionStrategy")})
     out = io.StringIO()
     with pytest.raises(JavaError, match="1 preferred replica\\(s\\) could not be elected"):
-        preferred_replica_election.elect_through_admin(admin, [("t", 0), ("t", 1)], out)
+        preferred_replica_election.elect_through_admin(admin, [("t", 0), ("t", 1), ("t", 2)], out)
     assert out.getvalue() == (
-        "Successfully completed preferred replica election for partitions t-0\n"
-        "Error completing preferred replica election for partition t-1: "
-        "org.apache.kafka.common.errors.ElectionNotNeededException: Leader election not needed for topic partition.\n")
+        "Successfully completed preferred leader election for partitions t-0\n"
+        "Preferred replica already elected for partitions t-1\n"
+        "Error completing preferred leader election for partition: t-2: "
+        "org.apache.kafka.common.errors.PreferredLeaderNotAvailableException: Failed to elect leader for partition "
+        "t-2 under strategy PreferredReplicaPartitionLeaderElectionStrategy\n")
+
+
+def test_deprecated_tool_says_when_it_is_not_authorized():
+    class Refusing:
+        def elect_leaders(self, election_type, partitions):
+            raise KafkaAdminError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+    out = io.StringIO()
+    with pytest.raises(JavaError, match="Not authorized to perform leader election"):
+        preferred_replica_election.elect_through_admin(Refusing(), None, out)
+    assert out.getvalue() == "Not authorized to perform leader election\n"
 
 
 def test_deprecated_tool_wants_exactly_one_connection_option():
