@@ -456,3 +456,43 @@ def test_log_cleaner_threads_at_start_up_and_live(zk_chroot, shm_path):
                        20, "the cleaner I/O rate to be described")
     finally:
         cluster.kill()
+
+
+def test_kafka_configs_ip_quotas_and_config_files_through_bootstrap_server(cluster, zk, tmp_path):
+    """--entity-type ips (one address and the IP default) and --add-config-file, through
+    --bootstrap-server: AlterClientQuotas and IncrementalAlterConfigs write Kafka's znodes,
+    --describe reads them back, --delete-config removes them."""
+    bootstrap = cluster.bootstrap
+    quota_file = tmp_path / "ip-quota.properties"
+    quota_file.write_text("# one line per quota\nconnection_creation_rate=10\n")
+    code, out, err = tool("--bootstrap-server", bootstrap, "--entity-type", "ips", "--entity-name", "127.0.0.1",
+                          "--alter", "--add-config-file", str(quota_file))
+    assert (code, out, err) == (0, "Completed updating config for ip 127.0.0.1.\n", "")
+    assert tool("--bootstrap-server", bootstrap, "--entity-type", "ips", "--entity-default", "--alter",
+                "--add-config", "connection_creation_rate=50")[0] == 0
+    assert json.loads(zk.get("/config/ips/127.0.0.1")[0]) == {"version": 1,
+                                                               "config": {"connection_creation_rate": "10"}}
+    assert json.loads(zk.get("/config/ips/<default>")[0])["config"] == {"connection_creation_rate": "50"}
+    code, out, _ = tool("--bootstrap-server", bootstrap, "--entity-type", "ips", "--entity-name", "127.0.0.1",
+                        "--describe")
+    assert out.splitlines() == ["Quota configs for ip '127.0.0.1' are connection_creation_rate=10.0"]
+    code, out, _ = tool("--bootstrap-server", bootstrap, "--entity-type", "ips", "--describe")
+    assert sorted(out.splitlines()) == ["Quota configs for ip '127.0.0.1' are connection_creation_rate=10.0",
+                                        "Quota configs for the default ip are connection_creation_rate=50.0"]
+    assert tool("--bootstrap-server", bootstrap, "--entity-type", "ips", "--entity-name", "127.0.0.1", "--alter",
+                "--delete-config", "connection_creation_rate")[0] == 0
+    code, out, _ = tool("--bootstrap-server", bootstrap, "--entity-type", "ips", "--describe")
+    assert out.splitlines() == ["Quota configs for the default ip are connection_creation_rate=50.0"]
+    # A topic's configs from a file too; a key that is not a topic config is refused and nothing changes.
+    create_topics(cluster, NewTopic("from-file", 1, 1))
+    topic_file = tmp_path / "topic.properties"
+    topic_file.write_text("retention.ms=7200000\ncleanup.policy=compact\n")
+    assert tool("--bootstrap-server", bootstrap, "--entity-type", "topics", "--entity-name", "from-file", "--alter",
+                "--add-config-file", str(topic_file)) == (0, "Completed updating config for topic from-file.\n", "")
+    assert json.loads(zk.get("/config/topics/from-file")[0])["config"] == {"retention.ms": "7200000",
+                                                                          "cleanup.policy": "compact"}
+    topic_file.write_text("retention.ms=1\nno.such.config=1\n")
+    code, _, err = tool("--bootstrap-server", bootstrap, "--entity-type", "topics", "--entity-name", "from-file",
+                        "--alter", "--add-config-file", str(topic_file))
+    assert code == 1 and "no.such.config" in err, err
+    assert json.loads(zk.get("/config/topics/from-file")[0])["config"]["retention.ms"] == "7200000"
