@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from kafkalike.lab.local import LabSpec
+from kafkalike.lab.local import METRICS_PORT, LabSpec
 from kafkalike.lab.state import LabError
 from kafkalike.lab.spark import MASTER_CLASS, WORKER_CLASS, java_home, spark_env, spark_home
 from kafkalike.lab.zookeeper import (
@@ -91,8 +91,11 @@ def zookeeper_node(root: Path, myid: int, servers: Sequence[str], client_port: i
 
 
 def broker_node(root: Path, broker_id: int, address: str, zookeeper: str, brokers: int,
-                port: int = 9092, overrides: dict[str, str] | None = None) -> Unit:
-    """server.properties for broker `broker_id` of a `brokers`-broker cluster listening on address:port."""
+                port: int = 9092, overrides: dict[str, str] | None = None,
+                metrics_port: int = METRICS_PORT) -> Unit:
+    """server.properties for broker `broker_id` of a `brokers`-broker cluster listening on
+    address:port, with its Prometheus endpoint on address:metrics_port (the port the docker
+    lab's brokers use; -1 serves none)."""
     spec = LabSpec(brokers=brokers, overrides=dict(overrides or {}))
     spec.validate()
     props = {
@@ -100,6 +103,8 @@ def broker_node(root: Path, broker_id: int, address: str, zookeeper: str, broker
         "listeners": f"PLAINTEXT://{address}:{port}",
         "log.dirs": str(root / STATE / "kafka-logs"),
         "zookeeper.connect": zookeeper,
+        "kafkalike.metrics.host": address,
+        "kafkalike.metrics.port": str(metrics_port),
         **spec.broker_properties(),
     }
     header = (f"# Broker {broker_id} of {brokers}: written by python3 -m kafkalike.lab.provision broker.\n"
@@ -153,6 +158,8 @@ def _parser() -> argparse.ArgumentParser:
     broker.add_argument("--zookeeper", required=True, help="zookeeper.connect")
     broker.add_argument("--brokers", type=int, default=3, help="the cluster's size (replication factor, min ISR)")
     broker.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    broker.add_argument("--metrics-port", type=int, default=METRICS_PORT,
+                        help=f"kafkalike.metrics.port, the Prometheus endpoint (default {METRICS_PORT}; -1 for none)")
     master = roles.add_parser("spark-master", help="a Spark standalone master")
     master.add_argument("--address", required=True)
     master.add_argument("--port", type=int, default=7077)
@@ -175,7 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if bad:
                 raise ValueError(f"--override {bad[0]} is not KEY=VALUE")
             overrides = dict(item.split("=", 1) for item in args.override)
-            unit = broker_node(root, args.id, args.address, args.zookeeper, args.brokers, args.port, overrides)
+            unit = broker_node(root, args.id, args.address, args.zookeeper, args.brokers, args.port, overrides,
+                               args.metrics_port)
         elif args.role == "spark-master":
             unit = spark_master(root, args.address, args.port)
         else:

@@ -119,7 +119,8 @@ def test_the_vagrantfile_defines_the_lab_and_validates():
 
 def test_an_ensemble_and_a_broker_provisioned_as_vms_serve_clients(nodes):
     base, started = nodes
-    for address, port in [(a, p) for a in ZK_ADDRESSES for p in (2181, 2888, 3888)] + [(BROKER_ADDRESS, 9092)]:
+    for address, port in [(a, p) for a in ZK_ADDRESSES for p in (2181, 2888, 3888)] + [(BROKER_ADDRESS, 9092),
+                                                                                       (BROKER_ADDRESS, 9404)]:
         _free(address, port)
     servers = ",".join(ZK_ADDRESSES)
     zookeepers = [Node(base, f"zk{i}", "zookeeper", "--id", str(i), "--servers", servers) for i in (1, 2, 3)]
@@ -130,6 +131,7 @@ def test_an_ensemble_and_a_broker_provisioned_as_vms_serve_clients(nodes):
     properties = broker.root / "etc/kafkalike/server.properties"
     config = KafkaConfig.load(properties)
     assert config.get("zookeeper.connect") == connect and config.get("broker.id") == 1
+    assert config.get("kafkalike.metrics.port") == 9404         # the docker lab's brokers' port
     assert (zookeepers[1].root / "var/lib/kafkalike/zookeeper/myid").read_text() == "2\n"
 
     for node in zookeepers:
@@ -161,6 +163,10 @@ def test_an_ensemble_and_a_broker_provisioned_as_vms_serve_clients(nodes):
         assert [(b.id, b.host, b.port) for b in brokers.values()] == [(1, BROKER_ADDRESS, 9092)]
     finally:
         consumer.close()
+    # Prometheus scrapes the VM's broker where the other labs' brokers are scraped.
+    with urllib.request.urlopen(f"http://{BROKER_ADDRESS}:9404/metrics", timeout=10) as answer:
+        scraped = answer.read().decode()
+    assert 'kafka_server_brokertopicmetrics_messagesin_total{topic="provisioned"}' in scraped, scraped[:2000]
 
 
 def _mode(address: str) -> str | None:
