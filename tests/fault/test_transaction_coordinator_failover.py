@@ -16,7 +16,9 @@ And once a commit is decided (PrepareCommit written, the producer told it commit
 while a partition leader cannot take its marker (SIGSTOPped), a kill -9 of the
 coordinator loses nothing: the new coordinator loads PrepareCommit, sends the markers
 again (duplicates are harmless) and writes CompleteCommit, and every record of the
-transaction becomes visible once the leader wakes.
+transaction becomes visible once the leader wakes. And when it is the partition's leader
+that dies (kill -9 while frozen) after the commit was decided, the marker goes to the
+follower that takes over, and the producer's next transaction commits after it.
 """
 from __future__ import annotations
 
@@ -177,3 +179,41 @@ def test_a_decided_commit_survives_the_coordinators_kill_9_before_its_markers_la
     while transaction_coordinator(cluster) == coordinator:
         assert time.monotonic() < deadline, "the transaction coordinator never moved off the killed broker"
         time.sleep(0.5)
+
+
+def test_a_decided_commit_reaches_a_partition_whose_leader_dies_before_its_marker(cluster):
+    """The commit is decided (PrepareCommit written, the producer told) while the leader of
+    the transaction's partition is frozen, so its COMMIT marker cannot land; then that
+    leader is killed -9. A follower becomes leader with the transaction's records (they
+    were acknowledged by the ISR), the coordinator sends the marker to it, and a
+    read_committed consumer sees every record. The producer's next transaction, which
+    waits for the first to complete, commits too."""
+    coordinator = transaction_coordinator(cluster)
+    admin = KafkalikeAdmin({"bootstrap.servers": cluster.bootstrap})
+    try:
+        controller = admin.controller_id()
+        # neither the coordinator nor the controller: both must live to move the marker on
+        doomed = next(b.broker_id for b in cluster.brokers if b.broker_id not in (coordinator, controller))
+        others = [b.broker_id for b in cluster.brokers if b.broker_id != doomed]
+        admin.create_topics([KafkalikeNewTopic("moving", replica_assignment={0: [doomed, *others]})])
+    finally:
+        admin.close()
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": TXN_ID,
+                         "transaction.timeout.ms": 60000, "linger.ms": 5})
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce("moving", value=b"m-%d" % i)
+    assert producer.flush(30) == 0
+    doomed_pid = cluster.broker(doomed).pid
+    os.kill(doomed_pid, signal.SIGSTOP)
+    try:
+        producer.commit_transaction(60)          # decided; the marker for moving-0 cannot land
+    finally:
+        cluster.broker(doomed).kill()            # kill -9, still frozen
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce("moving", value=b"n-%d" % i)
+    producer.commit_transaction(90)
+    values = read_committed(cluster, 15, ("moving",), 1)
+    assert sorted(values) == sorted([b"m-%d" % i for i in range(10)] + [b"n-%d" % i for i in range(5)])
