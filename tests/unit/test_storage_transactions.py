@@ -160,6 +160,30 @@ def test_recovery_after_a_crash_rebuilds_the_txn_index_and_the_lso(shm_path):
     again.close()
 
 
+def test_a_torn_producer_snapshot_after_an_os_crash_is_rebuilt_from_the_log(shm_path):
+    """Snapshots written at a roll are not fsynced; after an OS crash the newest may be a
+    few bytes, though the recovery point (checkpointed) says the log is whole up to its
+    end. The torn file is not trusted: the open transaction is found again in the log."""
+    config = LogConfig(segment_bytes=400)
+    log = open_log(shm_path, config)
+    for round_ in range(6):
+        txn(log, pid=5, seq=round_ * 3)
+        marker(log, 5, commit=bool(round_ % 2))
+    txn(log, pid=7, seq=0)
+    end = log.log_end_offset
+    for segment in log.segments:
+        segment.close_without_trim()
+    newest = sorted(glob.glob(os.path.join(log.dir, "*.snapshot")))[-1]
+    with open(newest, "r+b") as f:
+        f.truncate(7)
+    again = open_log(shm_path, config, recovery_point=end)
+    again.update_high_watermark(again.log_end_offset)
+    assert again.log_end_offset == end
+    assert again.producer_state.ongoing == {7: end - 3}
+    assert again.last_stable_offset == end - 3
+    again.close()
+
+
 def test_truncation_cuts_the_txn_index_and_reopens_the_transaction(shm_path):
     log = open_log(shm_path)
     txn(log, pid=5, seq=0)                        # 0-2
