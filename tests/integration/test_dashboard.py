@@ -6,7 +6,9 @@ controller nor the group's coordinator, is killed with kill -9. Chromium takes s
 of the three pages (kept as PNGs under the test output directory, $KAFKALIKE_TEST_OUTPUT or
 tests/output/) and dumps their DOM, which must show what an operator looks for: the dead
 broker down, every partition under-replicated and without it in the ISR, the group's lag
-per partition. The page must also answer at once while the cluster is in trouble.
+per partition, and the produce and consume rate plots with a line for the topic written to
+all along and for the group reading it. The page must also answer at once while the
+cluster is in trouble.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ GROUP = "slow-readers"
 PER_PARTITION = 100
 COMMITTED = {0: 10, 1: 20, 2: 30}     # lag 90, 80, 70
 BUSY = "clicks"                        # produced to all along, for the produce rate plot
+READERS = "click-readers"              # reads BUSY all along, for the consume rate plot
 
 
 def output_dir() -> Path:
@@ -141,24 +144,35 @@ def lagging_group(cluster):
 
 @pytest.fixture
 def busy_producer(cluster, lagging_group):
-    """About 200 records a second to BUSY until the test ends."""
+    """About 200 records a second to BUSY until the test ends, and the group READERS reading
+    them, committing every half second (for the consume rate plot)."""
     stop = threading.Event()
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "1", "linger.ms": 5})
+    reader = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": READERS, "auto.offset.reset": "earliest",
+                       "auto.commit.interval.ms": 500})
+    reader.subscribe([BUSY])
 
-    def run() -> None:
+    def produce() -> None:
         while not stop.is_set():
             for i in range(20):
                 producer.produce(BUSY, value=b"click %d" % i)
             producer.poll(0)
             stop.wait(0.1)
         producer.flush(10)
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
+
+    def read() -> None:
+        while not stop.is_set():
+            reader.poll(0.2)
+        reader.close()
+    threads = [threading.Thread(target=produce, daemon=True), threading.Thread(target=read, daemon=True)]
+    for thread in threads:
+        thread.start()
     try:
         yield
     finally:
         stop.set()
-        thread.join(15)
+        for thread in threads:
+            thread.join(15)
 
 
 @pytest.fixture
@@ -209,8 +223,9 @@ def test_dashboard_shows_a_dead_broker_under_replicated_partitions_and_lag(clust
         dead = [b for b in snap["brokers"] if b["id"] == victim]
         topic = next((t for t in snap["topics"] if t["name"] == TOPIC), None)
         group = next((g for g in snap["groups"] if g["group_id"] == GROUP), None)
-        rate = json.loads(get(f"{url}/snapshot.json"))["rates"]["produced"].get(BUSY, 0)
-        return (dead and dead[0]["status"] == "down" and topic is not None and rate > 20
+        rates = json.loads(get(f"{url}/snapshot.json"))["rates"]
+        rate, read = rates["produced"].get(BUSY, 0), rates.get("fetched", {}).get(READERS, 0)
+        return (dead and dead[0]["status"] == "down" and topic is not None and rate > 20 and read > 20
                 and all(victim not in p["isr"] for p in topic["partitions"])
                 and group is not None and all(p["lag"] is not None for p in group["partitions"])
                 and len(group["partitions"]) == 3)
@@ -240,6 +255,9 @@ def test_dashboard_shows_a_dead_broker_under_replicated_partitions_and_lag(clust
     plot = cluster_dom[cluster_dom.index('aria-label="Produce rate per topic"'):]
     plot = plot[:plot.index("</svg>")]
     assert "<polyline" in plot and f">{BUSY} " in plot      # the busy topic's line, and its legend
+    plot = cluster_dom[cluster_dom.index('aria-label="Consume rate per group"'):]
+    plot = plot[:plot.index("</svg>")]
+    assert "<polyline" in plot and f">{READERS} " in plot   # the reading group's line, and its legend
 
     # Topics: all three partitions of the RF=3 topic under-replicated, the victim out of each ISR.
     under = [r for r in rows(topics_dom, "under-replicated") if attr(r, "data-topic") == TOPIC]
