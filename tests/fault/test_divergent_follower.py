@@ -12,8 +12,8 @@ The story, on a topic with replicas [A, B] and min.insync.replicas=1:
    tail as its fetch offset. The moment ZooKeeper shows A back in the ISR, B is killed,
    and A, the only ISR member left, is elected.
 
-Kafka 2.8 admits A only once it has truncated and caught up, so A leads with every
-acknowledged record. Before the fix, A entered the ISR on its first fetch, and its old
+Kafka 2.8 admits A only once it has truncated (at the offset where B's epoch began, which
+A's log says) and caught up, so A leads with every acknowledged record. Before the fix, A entered the ISR on its first fetch, and its old
 tail replaced the acknowledged records at the same offsets.
 """
 from __future__ import annotations
@@ -125,3 +125,8 @@ def test_an_ex_leader_with_a_divergent_tail_joins_the_isr_only_after_truncating(
         consumed = consume_all(cluster.bootstrap, TOPIC, 1)
         assert_acked_consumed(acked, consumed)
         assert max(consumed[0]) + 1 == b_start + ACKED_SUFFIX, "A's divergent tail is still in the log"
+        # And A cut its tail where B's epoch began, as its log says (not only by the outcome).
+        truncations = [line for line in broker_a.server_log.read_text().splitlines()
+                       if f"[{TOPIC}-0] Truncating to offset" in line]
+        assert truncations and truncations[0].split("Truncating to offset ")[1].split()[0] == str(b_start), \
+            truncations
