@@ -12,7 +12,6 @@ import os
 import time
 
 from twisted.internet import defer, task, threads
-from twisted.internet.endpoints import TCP4ServerEndpoint
 
 from kafkalike.broker.admin_manager import AdminManager
 from kafkalike.broker.alter_isr import AlterIsrManager
@@ -29,9 +28,9 @@ from kafkalike.broker.dynamic_config import CLEANER_CONFIGS, LISTENER_CONFIGS, L
 from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
 from kafkalike.broker.metadata_cache import MetadataCache
 from kafkalike.broker.metrics import BrokerMetrics, start_metrics
-from kafkalike.broker.network import listening_factory
 from kafkalike.broker.security.credentials import ScramCredentialCache
-from kafkalike.broker.security.listener import all_listener_security, inter_broker_client_security
+from kafkalike.broker.security.listener import inter_broker_client_security
+from kafkalike.broker.socket_server import SocketServer
 from kafkalike.common import outbound
 from kafkalike.broker.registry import BrokerEpochs, BrokerServices, load_handlers
 from kafkalike.broker.replica_fetcher import ReplicaFetcherManager
@@ -48,7 +47,7 @@ from kafkalike.coordinator.transaction.coordinator import TransactionCoordinator
 from kafkalike.protocol.errors import ErrorCode
 from kafkalike.storage.manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, LogManager
 from kafkalike.storage.meta_properties import MetaProperties, read_meta_properties, write_meta_properties
-from kafkalike.zkdata import BrokerRegistration, EndPoint, KafkaZkClient
+from kafkalike.zkdata import BrokerRegistration, KafkaZkClient
 from kafkalike.zkdata.events import NewSession, SessionExpired
 from kafkalike.zkdata.security import ZkSecurity, ZkSecurityError
 
@@ -85,7 +84,7 @@ class KafkaServer:
         self.services: BrokerServices | None = None
         self.metrics: BrokerMetrics | None = None
         self.quotas: ClientQuotas | None = None
-        self.ports: list = []
+        self.socket_server: SocketServer | None = None
         self.authorizer: AclAuthorizer | None = None
         self._tasks: list[task.LoopingCall] = []
         self.dynamic_config: DynamicBrokerConfig | None = None
@@ -111,7 +110,7 @@ class KafkaServer:
         # Keystores, truststores and SASL settings are read before anything else, so a bad
         # one stops start-up naming its key (docs/security.md).
         try:
-            self.listener_security = all_listener_security(cfg)
+            self.socket_server = SocketServer(cfg, self.reactor)
             outbound.set_default_security(inter_broker_client_security(cfg))
             self.authorizer = acl_authorizer.from_config(cfg)
         except ConfigError as exc:
@@ -211,9 +210,7 @@ class KafkaServer:
         load_handlers()
         self.scram_credentials = ScramCredentialCache(self.zk)
         await self.scram_credentials.load_all()
-        for security in self.listener_security.values():
-            security.credentials = self.scram_credentials.fetch
-        await self._listen()
+        await self.socket_server.startup(self.services, self.scram_credentials.fetch)
         # The Prometheus endpoint, if kafkalike.metrics.port is set.
         self.metrics = await start_metrics(self.services, self.reactor, lambda: self.shutting_down, self.fetchers)
         self.zk.add_session_listener(self._on_session_event)
@@ -279,60 +276,18 @@ class KafkaServer:
             write_meta_properties(d, MetaProperties(broker_id=self.broker_id, cluster_id=self.cluster_id))
         self._unclaimed_log_dirs = []
 
-    async def _listen(self) -> None:
-        self._advertised_listeners = self.config.advertised_listeners
-        for ep in self.config.listeners:
-            await self._open_listener(ep)
-
-    async def _open_listener(self, ep) -> None:
-        factory = listening_factory(self.services, self.config.get("socket.request.max.bytes"),
-                                    self.listener_security.get(ep.listener_name), ep.listener_name, self.reactor)
-        factory.endpoint = ep
-        endpoint = TCP4ServerEndpoint(self.reactor, ep.port, interface=ep.host or "")
-        port = await endpoint.listen(factory)
-        self.ports.append(port)
-        log.info("Awaiting socket connections on %s:%d.", ep.host or "0.0.0.0", port.getHost().port)
-
-    async def _close_listener(self, port) -> None:
-        self.ports.remove(port)
-        await port.stopListening()
-        for conn in list(port.factory.connections):
-            conn.transport.loseConnection()
-
     def _listeners_changed(self, changed: set[str]) -> None:
         d = defer.ensureDeferred(self._reconfigure_listeners())
         d.addErrback(lambda f: log.error("Failed to apply the new listeners: %s", f.getTraceback()))
 
     async def _reconfigure_listeners(self) -> None:
-        """DynamicListenerConfig.reconfigure: listeners removed from `listeners` stop (and
-        their connections close), new ones open with their security, then the registration
-        in ZooKeeper is rewritten, so the controller tells every broker the new addresses."""
-        wanted = {ep.listener_name: ep for ep in self.config.listeners}
-        bound = {port.factory.listener_name: port for port in self.ports}
-        removed = [port for name, port in bound.items()
-                   if name not in wanted or (wanted[name].host, wanted[name].port) !=
-                   (port.factory.endpoint.host, port.factory.endpoint.port)]
-        if removed:
-            log.info("Removing data-plane listeners for endpoints %s",
-                     ",".join(p.factory.endpoint.connection_string for p in removed))
-        for port in removed:
-            await self._close_listener(port)
-        added = [ep for name, ep in wanted.items() if name not in bound or bound[name] in removed]
-        if added:
-            log.info("Adding data-plane listeners for endpoints %s", ",".join(e.connection_string for e in added))
-            self.listener_security = all_listener_security(self.config)
-        for ep in added:
-            await self._open_listener(ep)
-        self._advertised_listeners = self.config.advertised_listeners
+        """The new listeners, then the registration rewritten in ZooKeeper, so the
+        controller tells every broker the new addresses."""
+        await self.socket_server.reconfigure()
         await self.zk.update_broker_info(self._registration())
 
     def _registration(self) -> BrokerRegistration:
-        endpoints = []
-        bound = {p.factory.listener_name: p.getHost().port for p in self.ports}
-        for ep in self._advertised_listeners:
-            port = ep.port or bound.get(ep.listener_name, ep.port)
-            endpoints.append(EndPoint(ep.listener_name, ep.host, port, ep.security_protocol))
-        return BrokerRegistration(self.broker_id, tuple(endpoints), rack=self.config.rack)
+        return BrokerRegistration(self.broker_id, self.socket_server.endpoints(), rack=self.config.rack)
 
     async def _register(self) -> None:
         reg = self._registration()
@@ -483,13 +438,12 @@ class KafkaServer:
         for loop in self._tasks:
             if loop.running:
                 loop.stop()
-        for port in self.ports:
-            await port.stopListening()
+        if self.socket_server is not None:
+            await self.socket_server.stop_accepting()
         if self.metrics is not None:
             await self.metrics.stop()
-        for port in self.ports:
-            for conn in list(port.factory.connections):
-                conn.transport.loseConnection()
+        if self.socket_server is not None:
+            self.socket_server.close_connections()
         if self._config_changes is not None:
             self._config_changes.close()
         if self.authorizer is not None:

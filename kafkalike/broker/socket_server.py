@@ -1,0 +1,100 @@
+"""The broker's listening side: one Twisted port per listener (Kafka's data-plane SocketServer).
+
+It owns the listeners' ports and their security, so the live changes of `listeners`
+(Kafka's DynamicListenerConfig) happen in one place: listeners removed or moved stop and
+close their connections, new ones open with their security. What the broker registers in
+ZooKeeper comes from here too, because a listener on port 0 is only known once bound.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Callable
+
+from twisted.internet.endpoints import TCP4ServerEndpoint
+
+from kafkalike.broker.network import listening_factory
+from kafkalike.broker.security.listener import ListenerSecurity, all_listener_security
+from kafkalike.zkdata import EndPoint
+
+if TYPE_CHECKING:
+    from kafkalike.broker.config import KafkaConfig
+    from kafkalike.broker.registry import BrokerServices
+
+log = logging.getLogger("kafka.network.SocketServer")
+
+
+class SocketServer:
+    """Made first in start-up (a bad keystore or JAAS setting stops the broker naming its
+    key, before anything else starts); listening only once the broker's services exist."""
+
+    def __init__(self, config: KafkaConfig, reactor) -> None:
+        self.config = config
+        self.reactor = reactor
+        self.security: dict[str, ListenerSecurity] = all_listener_security(config)   # raises ConfigError
+        self.ports: list = []
+        self.advertised = config.advertised_listeners
+        self._services: BrokerServices | None = None
+        self._credentials: Callable | None = None
+
+    async def startup(self, services: BrokerServices, credentials: Callable) -> None:
+        """Open every listener; SCRAM logins read `credentials` (the broker's cache)."""
+        self._services, self._credentials = services, credentials
+        self._attach_credentials()
+        for ep in self.config.listeners:
+            await self._open(ep)
+
+    def _attach_credentials(self) -> None:
+        for security in self.security.values():
+            security.credentials = self._credentials
+
+    async def _open(self, ep) -> None:
+        factory = listening_factory(self._services, self.config.get("socket.request.max.bytes"),
+                                    self.security.get(ep.listener_name), ep.listener_name, self.reactor)
+        factory.endpoint = ep
+        port = await TCP4ServerEndpoint(self.reactor, ep.port, interface=ep.host or "").listen(factory)
+        self.ports.append(port)
+        log.info("Awaiting socket connections on %s:%d.", ep.host or "0.0.0.0", port.getHost().port)
+
+    async def _close(self, port) -> None:
+        self.ports.remove(port)
+        await port.stopListening()
+        for conn in list(port.factory.connections):
+            conn.transport.loseConnection()
+
+    async def reconfigure(self) -> None:
+        """DynamicListenerConfig.reconfigure: listeners removed from `listeners` (or moved
+        to another address) stop and their connections close, new ones open with their
+        security; the advertised endpoints follow the config."""
+        wanted = {ep.listener_name: ep for ep in self.config.listeners}
+        bound = {port.factory.listener_name: port for port in self.ports}
+        removed = [port for name, port in bound.items()
+                   if name not in wanted or (wanted[name].host, wanted[name].port) !=
+                   (port.factory.endpoint.host, port.factory.endpoint.port)]
+        if removed:
+            log.info("Removing data-plane listeners for endpoints %s",
+                     ",".join(p.factory.endpoint.connection_string for p in removed))
+        for port in removed:
+            await self._close(port)
+        added = [ep for name, ep in wanted.items() if name not in bound or bound[name] in removed]
+        if added:
+            log.info("Adding data-plane listeners for endpoints %s", ",".join(e.connection_string for e in added))
+            self.security = all_listener_security(self.config)
+            self._attach_credentials()
+        for ep in added:
+            await self._open(ep)
+        self.advertised = self.config.advertised_listeners
+
+    def endpoints(self) -> tuple[EndPoint, ...]:
+        """The advertised endpoints, a port of 0 replaced by the port its listener bound."""
+        bound = {p.factory.listener_name: p.getHost().port for p in self.ports}
+        return tuple(EndPoint(ep.listener_name, ep.host, ep.port or bound.get(ep.listener_name, ep.port),
+                              ep.security_protocol) for ep in self.advertised)
+
+    async def stop_accepting(self) -> None:
+        for port in self.ports:
+            await port.stopListening()
+
+    def close_connections(self) -> None:
+        for port in self.ports:
+            for conn in list(port.factory.connections):
+                conn.transport.loseConnection()
