@@ -43,6 +43,26 @@ def _secured(pki, plain_port: int, secure_port: int, mechanism: str = "PLAIN") -
     }
 
 
+def replicate_at_rf3(conf: dict, topic: str) -> None:
+    """As a librdkafka client with `conf`: make an RF=3 topic of 2 partitions, write 20
+    acks=all records, and wait until every partition's ISR is the three brokers."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient(conf)
+    admin.create_topics([NewTopic(topic, 2, 3)])[topic].result(30)
+    producer = Producer({**conf, "acks": "all"})
+    for i in range(20):
+        producer.produce(topic, f"r{i}".encode())
+    assert producer.flush(30) == 0
+    deadline = time.monotonic() + 30
+    while True:
+        parts = admin.list_topics(topic, timeout=10).topics[topic].partitions
+        if all(sorted(p.isrs) == [0, 1, 2] for p in parts.values()):
+            return
+        assert time.monotonic() < deadline, {p.id: p.isrs for p in parts.values()}
+        time.sleep(0.5)
+
+
 def set_request_log(broker: BrokerProcess, level: str) -> None:
     """Turn the broker's kafka.request.logger to `level` (a BROKER_LOGGER config, over PLAINTEXT)."""
     from kafkalike.client.admin import AdminClient, AlterConfigOp, ConfigResource, ResourceType
@@ -72,7 +92,6 @@ def inter_broker_requests(broker: BrokerProcess) -> set[tuple[str, str, str]]:
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
 def test_an_rf3_topic_reaches_full_isr_over_a_sasl_ssl_inter_broker_listener(zk_chroot, mechanism):
-    from confluent_kafka.admin import AdminClient, NewTopic
     base = scratch_dir("seccluster")
     pki = make_pki(base / "pki")
     ports = free_ports(6)
@@ -94,20 +113,7 @@ def test_an_rf3_topic_reaches_full_isr_over_a_sasl_ssl_inter_broker_listener(zk_
         conf = {"bootstrap.servers": f"127.0.0.1:{ports[1]}", "security.protocol": "sasl_ssl",
                 "ssl.ca.location": pki.path("ca.pem"), "sasl.mechanism": "PLAIN",
                 "sasl.username": "alice", "sasl.password": "alice-secret"}
-        admin = AdminClient(conf)
-        admin.create_topics([NewTopic("replicated", 2, 3)])["replicated"].result(30)
-        from confluent_kafka import Producer
-        producer = Producer({**conf, "acks": "all"})
-        for i in range(20):
-            producer.produce("replicated", f"r{i}".encode())
-        assert producer.flush(30) == 0
-        deadline = time.monotonic() + 30
-        while True:
-            parts = admin.list_topics("replicated", timeout=10).topics["replicated"].partitions
-            if all(sorted(p.isrs) == [0, 1, 2] for p in parts.values()):
-                break
-            assert time.monotonic() < deadline, {p.id: p.isrs for p in parts.values()}
-            time.sleep(0.5)
+        replicate_at_rf3(conf, "replicated")
         # The brokers registered the secured listener, and none of their logins failed.
         for b in brokers:
             log = b.server_log.read_text()
@@ -206,7 +212,6 @@ def test_brokers_on_an_ssl_inter_broker_listener_pass_the_authorizer_by_their_ce
     records and keeps its full ISR); a client whose certificate comes from the same CA but
     who has no ACL is refused the topic, as Kafka does."""
     from confluent_kafka import KafkaError, Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
     from tests.security_certs import CLIENT_DN
     broker_dn = "CN=localhost,O=kafkalike-tests"
     base = scratch_dir("ssl-interbroker")
@@ -230,20 +235,7 @@ def test_brokers_on_an_ssl_inter_broker_listener_pass_the_authorizer_by_their_ce
             b.start()
         for b in brokers:
             b.wait_ready(60)
-        operator = tls("broker")                  # an operator holding a super user's certificate
-        admin = AdminClient(operator)
-        admin.create_topics([NewTopic("by-certificate", 2, 3)])["by-certificate"].result(30)
-        producer = Producer({**operator, "acks": "all"})
-        for i in range(20):
-            producer.produce("by-certificate", f"c{i}".encode())
-        assert producer.flush(30) == 0
-        deadline = time.monotonic() + 30
-        while True:
-            parts = admin.list_topics("by-certificate", timeout=10).topics["by-certificate"].partitions
-            if all(sorted(p.isrs) == [0, 1, 2] for p in parts.values()):
-                break
-            assert time.monotonic() < deadline, {p.id: p.isrs for p in parts.values()}
-            time.sleep(0.5)
+        replicate_at_rf3(tls("broker"), "by-certificate")   # as an operator holding a super user's certificate
         outcome = []
         alice = Producer({**tls("client"), "message.timeout.ms": 8000})
         alice.produce("by-certificate", b"from-alice", on_delivery=lambda err, _m: outcome.append(err and err.code()))

@@ -307,15 +307,8 @@ def test_aiokafka_with_an_untrusted_certificate_is_refused(secure):
     conf["ssl_context"] = create_ssl_context(cafile=secure.pki.path("ca.pem"), certfile=secure.pki.path("rogue-cert.pem"),
                                              keyfile=secure.pki.path("rogue-key.pem"))
     before = secure.broker.server_log.read_text().count(TLS_REFUSED)
-
-    async def run():
-        producer = aiokafka.AIOKafkaProducer(request_timeout_ms=5000, **conf)
-        try:
-            await producer.start()
-        finally:
-            await producer.stop()
     with pytest.raises(aiokafka.errors.KafkaConnectionError):
-        asyncio.run(run())
+        _aiokafka_start(conf)
     assert _wait_for_more(secure, TLS_REFUSED, before) > before
 
 
@@ -461,6 +454,19 @@ def _aiokafka_config(secure: SecureBroker, listener: str, mechanism: str | None,
     return conf
 
 
+def _aiokafka_start(conf: dict) -> None:
+    """Start (and stop) an aiokafka producer: it connects and logs in, or raises."""
+    import aiokafka
+
+    async def run():
+        producer = aiokafka.AIOKafkaProducer(request_timeout_ms=5000, **conf)
+        try:
+            await producer.start()
+        finally:
+            await producer.stop()
+    asyncio.run(run())
+
+
 @pytest.mark.parametrize("listener,mechanism", [("SSL", None), ("SASL_SSL", "PLAIN"),
                                                 ("SASL_PLAINTEXT", "SCRAM-SHA-512"), ("SASL_SSL", "SCRAM-SHA-256")])
 def test_aiokafka_produces_and_consumes(secure, listener, mechanism):
@@ -495,14 +501,8 @@ def test_aiokafka_with_a_wrong_password_is_refused(secure, caplog):
     import aiokafka
     import aiokafka.errors
 
-    async def run():
-        producer = aiokafka.AIOKafkaProducer(**_aiokafka_config(secure, "SASL_PLAINTEXT", "PLAIN", password_ok=False))
-        try:
-            await producer.start()
-        finally:
-            await producer.stop()
     with pytest.raises(aiokafka.errors.KafkaConnectionError):
-        asyncio.run(run())
+        _aiokafka_start(_aiokafka_config(secure, "SASL_PLAINTEXT", "PLAIN", password_ok=False))
     assert any("Authentication failed: Invalid username or password" in r.getMessage() for r in caplog.records)
 
 
