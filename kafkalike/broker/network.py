@@ -41,6 +41,7 @@ from collections import deque
 from OpenSSL import SSL
 from twisted.internet import defer, protocol
 from twisted.internet.interfaces import IHandshakeListener
+from twisted.protocols.tls import TLSMemoryBIOFactory
 from zope.interface import implementer
 
 from kafkalike.broker import request_log
@@ -48,6 +49,7 @@ from kafkalike.common.framing import SizePrefixedReceiver
 from kafkalike.broker.registry import HANDLERS, BrokerServices, RequestContext
 from kafkalike.broker.security.authenticator import SaslServerAuthenticator, zookeeper_credentials
 from kafkalike.broker.security.failures import SSL_HANDSHAKE_FAILED, failed_authentication, socket_server_prefix
+from kafkalike.broker.connection_quotas import ConnectionQuotas
 from kafkalike.broker.security.listener import ListenerSecurity
 from kafkalike.broker.security.principal import NoMatchingRule
 from kafkalike.common.keystores import principal_name
@@ -119,6 +121,7 @@ class KafkaConnection(SizePrefixedReceiver):
         self._muted = 0           # throttles in force (client quotas, KIP-219)
         self.peer = "?"
         self.host = "?"
+        self.counted_ip: str | None = None      # the address this connection counts for in the quotas
         self.connection_id = ""
         self.client_information: tuple[str, str] | None = None   # from ApiVersions (KIP-511)
         self._files: SendfileWriter | None = None     # plaintext TCP only: answers with file ranges
@@ -188,6 +191,9 @@ class KafkaConnection(SizePrefixedReceiver):
             self.transport.loseConnection()
 
     def connectionLost(self, reason=protocol.connectionDone) -> None:
+        if self.counted_ip is not None:
+            self.factory.quotas.closed(self.counted_ip)
+            self.counted_ip = None
         if (self.security is not None and self.security.tls is not None and not self._tls_established
                 and reason is not None and reason.check(SSL.Error)):
             # The TLS handshake failed (Twisted's TLS layer hands its SSL.Error on; a client
@@ -445,30 +451,55 @@ class KafkaServerFactory(protocol.ServerFactory):
     listener_name = "PLAINTEXT"
 
     def __init__(self, services: BrokerServices, max_request_size: int,
-                 security: ListenerSecurity | None = None, reactor=None):
+                 security: ListenerSecurity | None = None, reactor=None,
+                 quotas: ConnectionQuotas | None = None, admits: bool = True):
         self.services = services
         self.max_request_size = max_request_size
         self.security = security
         self.reactor = reactor
         self.connections: set[KafkaConnection] = set()
+        self.quotas = quotas
+        self.admits = admits       # False under TLS: the TLS factory around this one admits
 
     def buildProtocol(self, addr):
+        ip = getattr(addr, "host", None)
+        if self.admits and not admitted(self.quotas, ip):
+            return None            # Twisted closes the socket
         conn = KafkaConnection(self.services, self.connections, self.max_request_size, self.security, self.reactor)
         conn.factory = self
+        conn.counted_ip = ip if self.quotas is not None else None
         return conn
 
 
+def admitted(quotas: ConnectionQuotas | None, ip: str | None) -> bool:
+    return quotas is None or ip is None or quotas.admit(ip)
+
+
 def listening_factory(services: BrokerServices, max_request_size: int, security: ListenerSecurity | None,
-                      listener_name: str, reactor=None) -> protocol.Factory:
+                      listener_name: str, reactor=None, quotas: ConnectionQuotas | None = None) -> protocol.Factory:
     """The factory a listener's port serves: Kafka's framing, inside TLS on SSL listeners.
-    Either way it answers `listener_name` and `connections`, which the server reads."""
-    factory = KafkaServerFactory(services, max_request_size, security, reactor)
+    Either way it answers `listener_name` and `connections`, which the server reads, and
+    the outer one admits a connection only within `quotas` (connection_quotas.py)."""
+    tls_listener = security is not None and security.tls is not None
+    factory = KafkaServerFactory(services, max_request_size, security, reactor, quotas, admits=not tls_listener)
     factory.listener_name = listener_name
-    if security is None or security.tls is None:
+    if not tls_listener:
         return factory
-    from twisted.protocols.tls import TLSMemoryBIOFactory
-    tls = TLSMemoryBIOFactory(security.tls, False, factory)
+    tls = _AdmittingTLSFactory(security.tls, False, factory)
+    tls.quotas = quotas
     tls.noisy = False
     tls.listener_name = listener_name
     tls.connections = factory.connections
     return tls
+
+
+class _AdmittingTLSFactory(TLSMemoryBIOFactory):
+    """TLS around KafkaServerFactory, admitting a connection before any TLS is spoken."""
+
+    quotas: ConnectionQuotas | None = None
+
+    def buildProtocol(self, addr):
+        if not admitted(self.quotas, getattr(addr, "host", None)):
+            return None
+        return super().buildProtocol(addr)
+

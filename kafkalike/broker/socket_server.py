@@ -1,6 +1,6 @@
 """The broker's listening side: one Twisted port per listener (Kafka's data-plane SocketServer).
 
-It owns the listeners' ports and their security, so the live changes of `listeners`
+It owns the listeners' ports, their security and the connection quotas they share, so the live changes of `listeners`
 (Kafka's DynamicListenerConfig) happen in one place: listeners removed or moved stop and
 close their connections, new ones open with their security. What the broker registers in
 ZooKeeper comes from here too, because a listener on port 0 is only known once bound.
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable
 
 from twisted.internet.endpoints import TCP4ServerEndpoint
 
+from kafkalike.broker.connection_quotas import ConnectionQuotas
 from kafkalike.broker.network import listening_factory
 from kafkalike.broker.security.listener import ListenerSecurity, all_listener_security
 from kafkalike.zkdata import EndPoint
@@ -32,6 +33,7 @@ class SocketServer:
         self.reactor = reactor
         self.security: dict[str, ListenerSecurity] = all_listener_security(config)   # raises ConfigError
         self.ports: list = []
+        self.quotas = ConnectionQuotas(config, config.inter_broker_listener_name)
         self.advertised = config.advertised_listeners
         self._services: BrokerServices | None = None
         self._credentials: Callable | None = None
@@ -49,14 +51,16 @@ class SocketServer:
 
     async def _open(self, ep) -> None:
         factory = listening_factory(self._services, self.config.get("socket.request.max.bytes"),
-                                    self.security.get(ep.listener_name), ep.listener_name, self.reactor)
+                                    self.security.get(ep.listener_name), ep.listener_name, self.reactor, self.quotas)
         factory.endpoint = ep
         port = await TCP4ServerEndpoint(self.reactor, ep.port, interface=ep.host or "").listen(factory)
         self.ports.append(port)
+        self.quotas.add_port(ep.listener_name, port)
         log.info("Awaiting socket connections on %s:%d.", ep.host or "0.0.0.0", port.getHost().port)
 
     async def _close(self, port) -> None:
         self.ports.remove(port)
+        self.quotas.remove_port(port.factory.listener_name)
         await port.stopListening()
         for conn in list(port.factory.connections):
             conn.transport.loseConnection()
@@ -92,6 +96,7 @@ class SocketServer:
 
     async def stop_accepting(self) -> None:
         for port in self.ports:
+            self.quotas.remove_port(port.factory.listener_name)     # never to be started again
             await port.stopListening()
 
     def close_connections(self) -> None:
