@@ -1,6 +1,7 @@
 """zookeeper.set.acl on a real ZooKeeper that authenticates with SASL (DIGEST-MD5): the
 broker logs in with the Client section of the JAAS file KAFKA_OPTS names, its znodes are
-its own (world-readable, except the sensitive ones), and anybody else can read but not
+its own (world-readable, except the sensitive ones; an ACL added through the broker and its
+change notification too), and anybody else can read but not
 change the cluster's state; without a login it refuses to start, as Kafka 2.8 does."""
 from __future__ import annotations
 
@@ -105,6 +106,17 @@ def test_secure_acls_keep_the_cluster_state_the_brokers_own(sasl_zookeeper, clus
         assert acl_ids(stranger, "/brokers/ids/0") == {("sasl", "kafka", all_perms), ("world", "anyone", read)}
         for path in ("/kafka-acl", "/kafka-acl-changes", "/kafka-acl-extended", "/kafka-acl-extended-changes"):
             assert acl_ids(stranger, path) == {("sasl", "kafka", all_perms), ("world", "anyone", read)}, path
+        # An ACL written through the broker: its znode and its change notification are secure too.
+        added = subprocess.run([str(REPO / "bin" / "kafka-acls.sh"), "--bootstrap-server", cluster.bootstrap, "--add",
+                                "--allow-principal", "User:alice", "--operation", "Read", "--topic", "guarded"],
+                               capture_output=True, text=True, timeout=60, env={"PYTHON": sys.executable,
+                                                                                "PATH": "/usr/bin:/bin"})
+        assert added.returncode == 0, added.stderr
+        [change] = stranger.get_children("/kafka-acl-changes")
+        for path in ("/kafka-acl/Topic/guarded", f"/kafka-acl-changes/{change}"):
+            assert acl_ids(stranger, path) == {("sasl", "kafka", all_perms), ("world", "anyone", read)}, path
+        with pytest.raises(NoAuthError):
+            stranger.set("/kafka-acl/Topic/guarded", b'{"version":1,"acls":[]}')
         owner = KazooClient(hosts=connect, sasl_options={"mechanism": "DIGEST-MD5", "username": "kafka",
                                                          "password": "kafka-secret"})
         owner.start(15)
