@@ -275,12 +275,15 @@ class ReplicaFetcherManager:
         self.replicas: FollowedReplicas | None = None
         self.quota = quota           # the follower side of the replication throttle
         self.fetchers: dict[int, ReplicaFetcher] = {}
+        self.stopped = False         # shut down: a LeaderAndIsr that comes after starts nothing
 
     def attach(self, replicas: FollowedReplicas) -> None:
         self.replicas = replicas
 
     def add(self, tp: TopicPartition, leader_id: int, host: str, port: int, leader_epoch: int) -> None:
         self.remove(tp)
+        if self.stopped:
+            return
         fetcher = self.fetchers.get(leader_id)
         if fetcher is not None and (fetcher.host, fetcher.port) != (host, port):
             fetcher.stop()
@@ -302,6 +305,7 @@ class ReplicaFetcherManager:
                     for state in list(fetcher.partitions.values())), default=0)
 
     def shutdown(self) -> None:
+        self.stopped = True
         for fetcher in self.fetchers.values():
             fetcher.stop()
         self.fetchers.clear()

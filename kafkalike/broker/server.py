@@ -435,6 +435,11 @@ class KafkaServer:
         log.info("[KafkaServer id=%d] shutting down", self.broker_id)
         if self.controller is not None and self.config.get("controlled.shutdown.enable"):
             await self._controlled_shutdown()
+        if self.replica_manager is not None:
+            # Having handed its partitions off, the broker follows nobody: fetching on (a new
+            # controller's LeaderAndIsr may tell it to) it would be taken back into ISRs it is
+            # about to leave, holding acks=all writes until replica.lag.time.max.ms.
+            self.fetchers.shutdown()
         for loop in self._tasks:
             if loop.running:
                 loop.stop()

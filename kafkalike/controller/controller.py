@@ -680,10 +680,15 @@ class KafkaController(ReassignmentSteps):
                                    reqs.LEADER_AND_ISR_VERSION)
 
     def _send_leader_and_isr_to_replicas(self, partitions, new=frozenset()) -> None:
+        """To each live replica, except a broker in controlled shutdown, as Kafka's elections
+        send only to replicas online and not shutting down: told to follow the new leader, it
+        would fetch, be taken back into the ISR, and then hold every acks=all write there
+        for replica.lag.time.max.ms once it stopped."""
         by_broker: dict[int, list] = {}
         for tp in partitions:
             for r in self.ctx.assignments[tp]:
-                by_broker.setdefault(r, []).append(tp)
+                if r not in self.ctx.shutting_down:
+                    by_broker.setdefault(r, []).append(tp)
         for b, parts in by_broker.items():
             self._send_leader_and_isr({b}, parts, new)
 

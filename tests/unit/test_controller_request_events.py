@@ -81,3 +81,19 @@ def test_a_leader_behind_the_controllers_zk_version_is_sent_the_state(cluster):
     assert [b for b, _ in sent] == [1]
     [state] = [s for t in sent[0][1].topic_states for s in t.partition_states]
     assert (state.partition_index, list(state.isr), state.zk_version) == (0, [1, 2], 11)
+
+
+def test_a_broker_in_controlled_shutdown_is_told_to_follow_nobody(cluster):
+    """Its partitions move or shrink without it, and it gets no LeaderAndIsr, as Kafka's
+    elections send only to replicas online and not shutting down: told to follow the new
+    leader, it would fetch, be taken back into the ISR, and hold acks=all writes once it
+    stopped. It gets StopReplica for the partitions it followed."""
+    from kafkalike.controller import requests as reqs
+    controller, zk, channels, _ = cluster
+    answers = []
+    controller.controlled_shutdown(1, 101).addCallback(answers.append)
+    assert answers and answers[0][0] == 0
+    told = {b for b, _ in channels.of(reqs.LEADER_AND_ISR_VERSION)}
+    assert told == {2, 3}
+    assert [b for b, _ in channels.of(reqs.STOP_REPLICA_VERSION)] == [1]
+    assert all(1 not in zk.states[tp(p=p)].isr for p in range(3))
