@@ -108,6 +108,18 @@ class QuotaRate:
                 self._values[i] = 0.0
 
 
+def throttle_time_ms(rate: QuotaRate, bound: float, now_ms: float, max_ms: float | None = None) -> int:
+    """How long without traffic brings `rate` back to `bound` (Kafka's QuotaUtils.throttleTime,
+    bounded by `max_ms` as boundedThrottleTime); 0 while the rate is within it."""
+    measured = rate.measure(now_ms)
+    if measured <= bound:
+        return 0
+    throttle = (measured - bound) / bound * rate.window_size_ms(now_ms)
+    if max_ms is not None:
+        throttle = min(throttle, max_ms)
+    return min(int(round(throttle)), INT_MAX)
+
+
 class ThrottleAvg:
     """The throttle-time sensor's Avg under Kafka's default MetricConfig: two samples of
     30 s, NaN when no throttle fell in them."""
@@ -256,13 +268,7 @@ class ClientQuotaManager:
         bound = sensor.bound
         if bound is None:
             return 0
-        rate = sensor.rate.measure(now_ms)
-        if rate <= bound:
-            return 0
-        throttle = (rate - bound) / bound * sensor.rate.window_size_ms(now_ms)
-        if self.max_throttle_ms is not None:
-            throttle = min(throttle, self.max_throttle_ms)
-        return min(int(round(throttle)), INT_MAX)
+        return throttle_time_ms(sensor.rate, bound, now_ms, self.max_throttle_ms)
 
     def unrecord(self, user: str, client_id: str, value: float) -> None:
         """A throttled fetch is answered empty, so its bytes are taken back."""

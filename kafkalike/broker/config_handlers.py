@@ -1,5 +1,6 @@
 """What a broker does when a dynamic config changes: Kafka's ConfigHandler family
-(TopicConfigHandler, BrokerConfigHandler, UserConfigHandler, ClientIdConfigHandler) and
+(TopicConfigHandler, BrokerConfigHandler, UserConfigHandler, ClientIdConfigHandler,
+IpConfigHandler) and
 the reconfigurables DynamicLogConfig and the log cleaner's.
 
 They live here, not in the composition root, so `server.py` only wires them: each takes
@@ -13,7 +14,9 @@ from typing import Callable
 
 from twisted.internet import threads
 
+from kafkalike.broker.admin_quotas import DEFAULT_ENTITY
 from kafkalike.broker.client_quotas import ClientQuotas
+from kafkalike.broker.connection_quotas import IP_DEFAULT, ConnectionQuotas, resolve
 from kafkalike.broker.config import KafkaConfig
 from kafkalike.broker.dynamic_config import DynamicBrokerConfig
 from kafkalike.broker.replica_manager import ReplicaManager
@@ -22,6 +25,7 @@ from kafkalike.broker.topic_configs import TopicConfigs, default_log_config
 from kafkalike.controller.controller import KafkaController
 from kafkalike.storage.manager import LogManager
 from kafkalike.zkdata import KafkaZkClient
+from kafkalike.zkdata.znodes import ConfigType
 
 log = logging.getLogger("kafka.server.KafkaServer")
 
@@ -109,6 +113,37 @@ class ClientIdConfigHandler:
 
     async def process(self, name: str) -> None:
         await self.quotas.reload_client(self.zk, name)
+
+
+class IpConfigHandler:
+    """Kafka's IpConfigHandler: ips/<ip> or ips/<default>, the connection_creation_rate
+    quota the listeners enforce (connection_quotas.py)."""
+
+    def __init__(self, zk: KafkaZkClient, quotas: ConnectionQuotas):
+        self.zk = zk
+        self.quotas = quotas
+
+    async def load(self) -> None:
+        """Every IP quota in ZooKeeper, before the listeners open."""
+        for name in await self.zk.get_entity_names(ConfigType.IP):
+            await self.process(name)
+
+    async def process(self, name: str) -> None:
+        props = await self.zk.get_entity_configs(ConfigType.IP, name)
+        raw = props.get("connection_creation_rate")
+        try:
+            quota = None if raw is None else int(float(raw))
+        except ValueError:
+            log.error("Ignoring connection_creation_rate=%s of ips/%s: not a number", raw, name)
+            return
+        if name == DEFAULT_ENTITY:
+            self.quotas.set_ip_connection_rate(IP_DEFAULT, quota)
+            return
+        address = resolve(name)
+        if address is None:
+            log.error("Ignoring the quotas of ips/%s: unable to resolve address %s", name, name)
+            return
+        self.quotas.set_ip_connection_rate(address, quota)
 
 
 class DynamicLogConfig:

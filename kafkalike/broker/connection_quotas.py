@@ -1,69 +1,216 @@
-"""How many connections the broker takes: Kafka's ConnectionQuotas, for counts.
+"""How many connections the broker takes, and how fast: Kafka's ConnectionQuotas.
 
-max.connections.per.ip (and its per-address exceptions, max.connections.per.ip.overrides)
-refuses a new connection from an address that already has its maximum, across every
-listener: the connection is closed at once and the refusal logged, as Kafka's Acceptor
-does. max.connections caps the broker's connections in all: at the cap, the listeners stop
-accepting (new connections wait in the kernel's backlog, as Kafka's acceptor waits for a
-slot) until one closes. The inter-broker listener is protected, as in Kafka: its
-connections count, but it never stops accepting, so a broker full of clients still hears
-its controller and followers. Both keys are read at every connection, so a dynamic change
-(kafka-configs --entity-type brokers) applies to the next one.
+Counts. max.connections.per.ip (and its per-address exceptions,
+max.connections.per.ip.overrides) refuses a new connection from an address that already
+has its maximum, across every listener: the connection is closed unread and the refusal
+logged, as Kafka's Acceptor does. max.connections caps the broker's connections in all,
+and listener.name.<l>.max.connections one listener's (it defaults to the broker's value,
+as Kafka reads it with the listener's prefix): at a cap the listener stops accepting, and
+new connections wait in the kernel's backlog until one closes, as Kafka's acceptor waits
+for a slot. The inter-broker listener is protected from the broker-wide cap when there is
+another listener, so a broker full of clients still hears its controller and followers.
 
-Not here: the connection creation rates (max.connection.creation.rate and the IP quota
-connection_creation_rate), which kafka-configs stores but nothing enforces (docs/operations.md).
+Rates (KIP-612). max.connection.creation.rate (broker-wide; the inter-broker listener is
+exempt) and listener.name.<l>.max.connection.creation.rate are measured as Kafka's quota
+sensors measure (quota.window.num windows of quota.window.size.seconds): a connection
+that takes a rate over its bound waits, unread, for (rate - bound) / bound x the window
+(at most one window), and its listener accepts nothing meanwhile, which is how Kafka's
+acceptor throttles. The per-address quota connection_creation_rate (kafka-configs
+--entity-type ips, /config/ips/<ip> or <default>) does not delay: a connection over it
+is not counted, held unread for the throttle time and then closed, as Kafka's acceptor
+closes throttled sockets late so that a client's reconnects slow down.
+
+Twisted's port accepts a burst of connections in one read, so some arrive while their
+listener is held back; they wait here, unread and in order, until a slot is free, as they
+would have waited in the backlog. Every key is read when a connection arrives, and a
+dynamic change (kafka-configs --entity-type brokers) lets waiting connections in at once.
+
+Left out: Kafka's closing of the least recently used connections when max.connections is
+lowered below the count in use (here the count just has to fall below it).
 """
 from __future__ import annotations
 
 import ipaddress
 import logging
 import socket
-from collections import Counter
-from typing import TYPE_CHECKING
+import time
+from collections import Counter, deque
+from typing import TYPE_CHECKING, Callable, Protocol
+
+from kafkalike.broker.client_quotas import INT_MAX, QuotaRate, throttle_time_ms
+from kafkalike.broker.security.listener import ListenerConfig
 
 if TYPE_CHECKING:
     from kafkalike.broker.config import KafkaConfig
 
 log = logging.getLogger("kafka.network.Acceptor")
+quota_log = logging.getLogger("kafka.network.ConnectionQuotas")
+
+IP_DEFAULT = None          # the <default> entity of the IP quotas
+
+
+class Admittee(Protocol):
+    """A new connection as the quotas see it (KafkaConnection): it can wait unread, be
+    served, or be closed."""
+
+    ip: str
+    listener_name: str
+
+    def hold(self) -> None: ...
+
+    def serve(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class ConnectionQuotas:
-    def __init__(self, config: KafkaConfig, inter_broker_listener: str) -> None:
+    def __init__(self, config: KafkaConfig, inter_broker_listener: str, reactor=None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self.inter_broker_listener = inter_broker_listener
+        self.reactor = reactor
+        self.clock = clock
         self.by_ip: Counter[str] = Counter()
+        self.by_listener: Counter[str] = Counter()
         self.total = 0
         self._ports: dict[str, object] = {}      # listener name -> its listening port
         self._paused: set[str] = set()
+        self._counted: set[Admittee] = set()
+        self._waiting: dict[str, deque[tuple[Admittee, bool]]] = {}    # (connection, its rates recorded)
+        self._delayed: dict[str, Admittee] = {}    # listener -> the connection waiting out its throttle
+        self._gone: set[Admittee] = set()          # delayed connections closed while they waited
         self._overrides: tuple[str, dict[str, int]] = ("", {})
+        self._broker_rate = self._new_rate()
+        self._listener_rates: dict[str, QuotaRate] = {}
+        self._ip_rates: dict[str, QuotaRate] = {}
+        self._ip_rate_quotas: dict[str, int] = {}
+        self._default_ip_rate_quota = INT_MAX
+
+    # -- listeners ---------------------------------------------------------------------
 
     def add_port(self, listener: str, port) -> None:
         self._ports[listener] = port
+        self._waiting.setdefault(listener, deque())
         self._update_accepting()
 
     def remove_port(self, listener: str) -> None:
+        """The listener stops (removed live, or the broker stopping): left alone from now on;
+        the connections waiting on it are closed with it."""
         self._ports.pop(listener, None)
         self._paused.discard(listener)
+        for conn, _ in self._waiting.pop(listener, ()):
+            conn.close()
 
-    def admit(self, ip: str) -> bool:
-        """Count a new connection from `ip`; False (and logged) if the address has its maximum."""
+    # -- connections -------------------------------------------------------------------
+
+    def accepted(self, conn: Admittee) -> None:
+        """A connection the listener has just accepted: served now, later, or closed."""
+        listener = conn.listener_name
+        queue = self._waiting.setdefault(listener, deque())
+        if queue or not self._may_admit(listener):
+            conn.hold()
+            queue.append((conn, False))
+            self._update_accepting()
+            return
+        self._admit(conn, rates_recorded=False)
+
+    def closed(self, conn: Admittee) -> None:
+        """The connection is gone, whatever state it was in; a slot may have been freed."""
+        if conn in self._counted:
+            self._counted.discard(conn)
+            ip, listener = conn.ip, conn.listener_name
+            self.by_ip[ip] -= 1
+            if not self.by_ip[ip]:
+                del self.by_ip[ip]
+            self.by_listener[listener] -= 1
+            self.total -= 1
+        elif self._delayed.get(conn.listener_name) is conn:
+            self._gone.add(conn)         # its listener still waits out the throttle, as Kafka's acceptor
+        else:
+            queue = self._waiting.get(conn.listener_name)
+            if queue:
+                for entry in list(queue):
+                    if entry[0] is conn:
+                        queue.remove(entry)
+        self.reconfigured()
+
+    def reconfigured(self, _changed: object = None) -> None:
+        """Counts or caps changed: let in what may come in now, on every listener."""
+        for listener in list(self._waiting):
+            self._drain(listener)
+        self._update_accepting()
+
+    def _drain(self, listener: str) -> None:
+        queue = self._waiting.get(listener)
+        while queue and self._may_admit(listener):
+            conn, rates_recorded = queue.popleft()
+            self._admit(conn, rates_recorded)
+
+    def _admit(self, conn: Admittee, rates_recorded: bool) -> None:
+        listener = conn.listener_name
+        if not rates_recorded:
+            delay_ms = self._record_rates(listener)
+            if delay_ms > 0:
+                conn.hold()
+                self._delayed[listener] = conn
+                self._later(delay_ms, self._end_delay, conn)
+                self._update_accepting()
+                return
+        self._let_in(conn)
+
+    def _end_delay(self, conn: Admittee) -> None:
+        listener = conn.listener_name
+        if self._delayed.get(listener) is conn:
+            del self._delayed[listener]
+        if conn in self._gone:
+            self._gone.discard(conn)
+        elif listener not in self._ports:
+            conn.close()
+        else:
+            queue = self._waiting.setdefault(listener, deque())
+            if self._may_admit(listener):
+                self._let_in(conn)
+            else:
+                queue.appendleft((conn, True))     # waited out its throttle; now waits for a slot
+        self._drain(listener)
+        self._update_accepting()
+
+    def _let_in(self, conn: Admittee) -> None:
+        ip, listener = conn.ip, conn.listener_name
+        throttle_ms = self._record_ip_rate(ip, listener)
+        if throttle_ms > 0:
+            log.debug("Delaying closing of connection from /%s for %d ms", ip, throttle_ms)
+            conn.hold()
+            self._later(throttle_ms, conn.close)
+            return
         limit = self._limit_for(ip)
         if self.by_ip[ip] >= limit:
             log.info("Rejected connection from /%s, address already has the configured maximum of %d connections.",
                      ip, limit)
-            return False
+            conn.close()
+            return
+        self._counted.add(conn)
         self.by_ip[ip] += 1
+        self.by_listener[listener] += 1
         self.total += 1
+        conn.serve()
         self._update_accepting()
-        return True
 
-    def closed(self, ip: str) -> None:
-        if self.by_ip[ip] > 0:
-            self.by_ip[ip] -= 1
-            if not self.by_ip[ip]:
-                del self.by_ip[ip]
-            self.total -= 1
-        self._update_accepting()
+    # -- caps ----------------------------------------------------------------------------
+
+    def _may_admit(self, listener: str) -> bool:
+        return listener not in self._delayed and self._slot_available(listener)
+
+    def _slot_available(self, listener: str) -> bool:
+        if self.by_listener[listener] >= self._listener_config(listener, "max.connections"):
+            return False
+        return self._protected(listener) or self.total < self.config.get("max.connections")
+
+    def _protected(self, listener: str) -> bool:
+        return listener == self.inter_broker_listener and len(self._ports) > 1
+
+    def _listener_config(self, listener: str, name: str) -> int:
+        return ListenerConfig(self.config, listener).get(name)
 
     def _limit_for(self, ip: str) -> int:
         return self._override_map().get(ip, self.config.get("max.connections.per.ip"))
@@ -75,24 +222,104 @@ class ConnectionQuotas:
         if raw != self._overrides[0]:
             resolved: dict[str, int] = {}
             for host, count in self.config.max_connections_per_ip_overrides.items():
-                try:
-                    resolved[str(ipaddress.ip_address(host))] = count
-                except ValueError:
-                    try:
-                        resolved[socket.gethostbyname(host)] = count
-                    except OSError:
-                        log.warning("max.connections.per.ip.overrides names %s, which does not resolve", host)
+                address = resolve(host)
+                if address is None:
+                    log.warning("max.connections.per.ip.overrides names %s, which does not resolve", host)
+                else:
+                    resolved[address] = count
             self._overrides = (raw, resolved)
         return self._overrides[1]
 
     def _update_accepting(self) -> None:
-        full = self.total >= self.config.get("max.connections")
         for name, port in self._ports.items():
-            if name == self.inter_broker_listener:
-                continue
-            if full and name not in self._paused:
+            held = bool(self._waiting.get(name)) or not self._may_admit(name)
+            if held and name not in self._paused:
                 port.stopReading()
                 self._paused.add(name)
-            elif not full and name in self._paused:
+            elif not held and name in self._paused:
                 port.startReading()
                 self._paused.discard(name)
+
+    # -- rates ---------------------------------------------------------------------------
+
+    def _new_rate(self) -> QuotaRate:
+        return QuotaRate(self.config.get("quota.window.num"), self.config.get("quota.window.size.seconds") * 1000.0)
+
+    def _max_throttle_ms(self) -> float:
+        return self.config.get("quota.window.size.seconds") * 1000.0
+
+    def _record_rates(self, listener: str) -> int:
+        """Count a connection on the broker's rate (unless the listener is protected) and
+        its listener's; the longer of their throttles, in ms."""
+        now_ms = self.clock() * 1000.0
+        throttle = 0
+        if not self._protected(listener):
+            throttle = self._record(self._broker_rate, self.config.get("max.connection.creation.rate"), now_ms)
+        rate = self._listener_rates.get(listener)
+        if rate is None:
+            rate = self._listener_rates[listener] = self._new_rate()
+        return max(throttle, self._record(rate, self._listener_config(listener, "max.connection.creation.rate"),
+                                          now_ms))
+
+    def _record_ip_rate(self, ip: str, listener: str) -> int:
+        """Count a connection on its address's rate, if the address has a quota; a
+        connection it throttles is taken back from every rate (it will not be served)."""
+        bound = self.ip_connection_rate(ip)
+        if bound == INT_MAX:
+            return 0
+        now_ms = self.clock() * 1000.0
+        rate = self._ip_rates.get(ip)
+        if rate is None:
+            rate = self._ip_rates[ip] = self._new_rate()
+        throttle = self._record(rate, bound, now_ms)
+        if throttle > 0:
+            rate.record(-1.0, now_ms)
+            if not self._protected(listener):
+                self._broker_rate.record(-1.0, now_ms)
+            self._listener_rates[listener].record(-1.0, now_ms)
+        return throttle
+
+    def _record(self, rate: QuotaRate, bound: int, now_ms: float) -> int:
+        rate.record(1.0, now_ms)
+        if bound >= INT_MAX:
+            return 0
+        return throttle_time_ms(rate, bound, now_ms, self._max_throttle_ms())
+
+    def ip_connection_rate(self, ip: str) -> int:
+        """The connection_creation_rate quota of an address (INT_MAX: none)."""
+        return self._ip_rate_quotas.get(ip, self._default_ip_rate_quota)
+
+    def set_ip_connection_rate(self, ip: str | None, quota: int | None) -> None:
+        """An IP quota set or removed (None); ip IP_DEFAULT is the <default> entity."""
+        if ip is IP_DEFAULT:
+            self._default_ip_rate_quota = INT_MAX if quota is None else quota
+            quota_log.info("Updated default max IP connection rate to %d", self._default_ip_rate_quota)
+        elif quota is None:
+            quota_log.info("Removing max connection rate override for /%s", ip)
+            self._ip_rate_quotas.pop(ip, None)
+        else:
+            quota_log.info("Updating max connection rate override for /%s to %d", ip, quota)
+            self._ip_rate_quotas[ip] = quota
+
+    def expire(self) -> None:
+        """Forget the rates of addresses with nothing left in their windows."""
+        now_ms = self.clock() * 1000.0
+        for ip in [ip for ip, rate in self._ip_rates.items() if rate.measure(now_ms) == 0]:
+            del self._ip_rates[ip]
+
+    def _later(self, delay_ms: int, call: Callable, *args) -> None:
+        if self.reactor is None:
+            from twisted.internet import reactor as default_reactor
+            self.reactor = default_reactor
+        self.reactor.callLater(delay_ms / 1000.0, call, *args)
+
+
+def resolve(host: str) -> str | None:
+    """An address as the quotas key it: an IP literal normalised, or a host name resolved."""
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        try:
+            return socket.gethostbyname(host)
+        except OSError:
+            return None

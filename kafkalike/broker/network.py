@@ -121,7 +121,9 @@ class KafkaConnection(SizePrefixedReceiver):
         self._muted = 0           # throttles in force (client quotas, KIP-219)
         self.peer = "?"
         self.host = "?"
-        self.counted_ip: str | None = None      # the address this connection counts for in the quotas
+        self.quotas: ConnectionQuotas | None = None     # the listener's connection quotas, which admit it
+        self.listener_name = "PLAINTEXT"
+        self._tcp = None            # the TCP transport (under TLS, the one below Twisted's TLS protocol)
         self.connection_id = ""
         self.client_information: tuple[str, str] | None = None   # from ApiVersions (KIP-511)
         self._files: SendfileWriter | None = None     # plaintext TCP only: answers with file ranges
@@ -138,6 +140,7 @@ class KafkaConnection(SizePrefixedReceiver):
         transport = self.transport
         while transport is not None and not hasattr(transport, "setTcpNoDelay"):
             transport = getattr(transport, "transport", None)     # under TLS: the TCP transport below
+        self._tcp = transport
         if transport is not None:
             try:
                 transport.setTcpNoDelay(True)
@@ -155,6 +158,28 @@ class KafkaConnection(SizePrefixedReceiver):
             credentials = self.security.credentials or zookeeper_credentials(self.services.zk)
             self.authenticator = SaslServerAuthenticator(self.security, credentials, "/" + self.host,
                                                          socket_server_prefix(self.services.broker_id))
+        if self.quotas is not None:
+            self.quotas.accepted(self)      # served now, or held unread, or closed
+
+    # -- what the connection quotas do with it (connection_quotas.Admittee) ---------------
+    @property
+    def ip(self) -> str:
+        return self.host
+
+    def hold(self) -> None:
+        """Read nothing (not even a TLS handshake) until served."""
+        if self._tcp is not None:
+            self._tcp.pauseProducing()
+
+    def serve(self) -> None:
+        if self._tcp is not None and not self._closing:
+            self._tcp.resumeProducing()
+
+    def close(self) -> None:
+        """Closed unread, below any TLS: the client sees the connection end."""
+        self._closing = True
+        if self._tcp is not None:
+            self._tcp.loseConnection()
 
     def handshakeCompleted(self) -> None:
         """TLS is up: on an SSL listener a client certificate names the principal
@@ -191,9 +216,9 @@ class KafkaConnection(SizePrefixedReceiver):
             self.transport.loseConnection()
 
     def connectionLost(self, reason=protocol.connectionDone) -> None:
-        if self.counted_ip is not None:
-            self.factory.quotas.closed(self.counted_ip)
-            self.counted_ip = None
+        if self.quotas is not None:
+            self.quotas.closed(self)
+            self.quotas = None
         if (self.security is not None and self.security.tls is not None and not self._tls_established
                 and reason is not None and reason.check(SSL.Error)):
             # The TLS handshake failed (Twisted's TLS layer hands its SSL.Error on; a client
@@ -452,54 +477,34 @@ class KafkaServerFactory(protocol.ServerFactory):
 
     def __init__(self, services: BrokerServices, max_request_size: int,
                  security: ListenerSecurity | None = None, reactor=None,
-                 quotas: ConnectionQuotas | None = None, admits: bool = True):
+                 quotas: ConnectionQuotas | None = None):
         self.services = services
         self.max_request_size = max_request_size
         self.security = security
         self.reactor = reactor
         self.connections: set[KafkaConnection] = set()
         self.quotas = quotas
-        self.admits = admits       # False under TLS: the TLS factory around this one admits
 
     def buildProtocol(self, addr):
-        ip = getattr(addr, "host", None)
-        if self.admits and not admitted(self.quotas, ip):
-            return None            # Twisted closes the socket
         conn = KafkaConnection(self.services, self.connections, self.max_request_size, self.security, self.reactor)
         conn.factory = self
-        conn.counted_ip = ip if self.quotas is not None else None
+        conn.quotas = self.quotas
+        conn.listener_name = self.listener_name
         return conn
-
-
-def admitted(quotas: ConnectionQuotas | None, ip: str | None) -> bool:
-    return quotas is None or ip is None or quotas.admit(ip)
 
 
 def listening_factory(services: BrokerServices, max_request_size: int, security: ListenerSecurity | None,
                       listener_name: str, reactor=None, quotas: ConnectionQuotas | None = None) -> protocol.Factory:
     """The factory a listener's port serves: Kafka's framing, inside TLS on SSL listeners.
     Either way it answers `listener_name` and `connections`, which the server reads, and
-    the outer one admits a connection only within `quotas` (connection_quotas.py)."""
-    tls_listener = security is not None and security.tls is not None
-    factory = KafkaServerFactory(services, max_request_size, security, reactor, quotas, admits=not tls_listener)
+    each connection is admitted within `quotas` (connection_quotas.py) before it reads a
+    byte, TLS handshake included."""
+    factory = KafkaServerFactory(services, max_request_size, security, reactor, quotas)
     factory.listener_name = listener_name
-    if not tls_listener:
+    if security is None or security.tls is None:
         return factory
-    tls = _AdmittingTLSFactory(security.tls, False, factory)
-    tls.quotas = quotas
+    tls = TLSMemoryBIOFactory(security.tls, False, factory)
     tls.noisy = False
     tls.listener_name = listener_name
     tls.connections = factory.connections
     return tls
-
-
-class _AdmittingTLSFactory(TLSMemoryBIOFactory):
-    """TLS around KafkaServerFactory, admitting a connection before any TLS is spoken."""
-
-    quotas: ConnectionQuotas | None = None
-
-    def buildProtocol(self, addr):
-        if not admitted(self.quotas, getattr(addr, "host", None)):
-            return None
-        return super().buildProtocol(addr)
-

@@ -22,7 +22,7 @@ from kafkalike.broker.fetch_session import FetchManager, FetchSessionCache
 from kafkalike.broker.config import ConfigError, KafkaConfig, api_version_at_least
 from kafkalike.broker.config_changes import ConfigChangeListener
 from kafkalike.broker.config_handlers import (BrokerConfigHandler, ClientIdConfigHandler, DynamicCleanerConfig,
-                                              DynamicLogConfig, TopicConfigHandler, UserConfigHandler,
+                                              DynamicLogConfig, IpConfigHandler, TopicConfigHandler, UserConfigHandler,
                                               cleaner_options)
 from kafkalike.broker.dynamic_config import CLEANER_CONFIGS, LISTENER_CONFIGS, LOG_CONFIGS, DynamicBrokerConfig
 from kafkalike.common.versions import KAFKA_COMMIT_ID, KAFKA_VERSION
@@ -196,6 +196,8 @@ class KafkaServer:
             feature_versioning=api_version_at_least(cfg.inter_broker_protocol_version, "2.7-IV0"))
         self.quotas = ClientQuotas.from_config(cfg)
         await self.quotas.load(self.zk)       # client quotas in force before the listeners open
+        ip_quotas = IpConfigHandler(self.zk, self.socket_server.quotas)
+        await ip_quotas.load()
         if self.authorizer is not None:
             await self.authorizer.start(self.zk)     # the ACL cache, before any request is read
         self.services = BrokerServices(
@@ -220,7 +222,8 @@ class KafkaServer:
             "topics": self._topic_config_handler.process,
             "brokers": self._broker_config_handler.process,
             "users": UserConfigHandler(self.zk, self.scram_credentials, self.quotas).process,
-            "clients": ClientIdConfigHandler(self.zk, self.quotas).process})
+            "clients": ClientIdConfigHandler(self.zk, self.quotas).process,
+            "ips": ip_quotas.process})
         await self._config_changes.start()
         self.controller = controller
         self.controller.startup()
@@ -329,6 +332,7 @@ class KafkaServer:
         every(cfg.get("log.retention.check.interval.ms"), self.log_manager.cleanup_logs)
         self.alter_log_dirs.start()           # resumes moves found at start-up once their partitions are made
         every(60_000, self.quotas.expire)     # quota sensors of clients idle for an hour
+        every(60_000, self.socket_server.quotas.expire)
         every(cfg.get("replica.lag.time.max.ms") // 2, self.replica_manager.shrink_isrs)
         every(cfg.get("log.flush.scheduler.interval.ms"),
               lambda: threads.deferToThread(self.log_manager.flush_dirty_logs))
@@ -366,6 +370,8 @@ class KafkaServer:
                                                DynamicCleanerConfig(cfg, logs).reconfigure)
         self._broker_config_handler = BrokerConfigHandler(self.zk, self.broker_id, self.dynamic_config)
         self.dynamic_config.add_reconfigurable(LISTENER_CONFIGS, self._listeners_changed)
+        # Connection caps and rates are read as connections arrive; a change lets waiting ones in.
+        self.dynamic_config.add_reconfigurable(None, self.socket_server.quotas.reconfigured)
 
     async def _on_config_written(self, entity_type: str, name: str) -> None:
         """The admin manager wrote a config here: apply it at once rather than on the

@@ -33,7 +33,7 @@ class SocketServer:
         self.reactor = reactor
         self.security: dict[str, ListenerSecurity] = all_listener_security(config)   # raises ConfigError
         self.ports: list = []
-        self.quotas = ConnectionQuotas(config, config.inter_broker_listener_name)
+        self.quotas = ConnectionQuotas(config, config.inter_broker_listener_name, reactor)
         self.advertised = config.advertised_listeners
         self._services: BrokerServices | None = None
         self._credentials: Callable | None = None

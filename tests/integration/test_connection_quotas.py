@@ -5,11 +5,17 @@ connections from 127.0.0.1 do not count against it), which max.connections.per.i
 allows two connections: the third is closed before it is read, and the broker logs Kafka's
 Acceptor line; once one of the two closes, a new connection is served. A dynamic change of
 the overrides (kafka-configs --entity-type brokers --entity-default) applies to the next connection.
+
+The creation rates (KIP-612): an address over its connection_creation_rate (set with
+kafka-configs --entity-type ips) has its connection held unread and closed a second later;
+a broker over max.connection.creation.rate answers its new connections late, never refuses
+them, and keeps serving the ones it has.
 """
 from __future__ import annotations
 
 import socket
 import struct
+import subprocess
 import time
 
 import pytest
@@ -18,6 +24,7 @@ from kafkalike.client.admin import AdminClient, AlterConfigOp, ConfigResource, R
 from kafkalike.lab.cluster import Cluster
 from kafkalike.protocol.api import encode_request
 from kafkalike.protocol.messages.api_versions import ApiVersionsRequest
+from tests.conftest import REPO_ROOT
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -25,10 +32,10 @@ pytestmark = pytest.mark.integration
 CLIENT_ADDRESS = "127.0.0.2"
 
 
-def connect(port: int) -> socket.socket:
+def connect(port: int, address: str = CLIENT_ADDRESS) -> socket.socket:
     sock = socket.socket()
     sock.settimeout(5)
-    sock.bind((CLIENT_ADDRESS, 0))
+    sock.bind((address, 0))
     sock.connect(("127.0.0.1", port))
     return sock
 
@@ -88,3 +95,57 @@ def test_a_dynamic_change_applies_to_the_next_connection(broker):
     wait_until(second_refused, 10, "the new override to refuse a second connection")
     assert served(first)
     first.close()
+
+
+def kafka_configs(broker, *argv: str, logged: str) -> None:
+    """Run kafka-configs.sh and wait for the broker to log that it applied the change."""
+    seen = broker.server_log.read_text().count(logged)
+    done = subprocess.run([str(REPO_ROOT / "bin" / "kafka-configs.sh"), "--bootstrap-server", broker.bootstrap,
+                           *argv], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    wait_until(lambda: broker.server_log.read_text().count(logged) > seen, 10, f"the broker to log {logged!r}")
+
+
+def connect_and_probe(port: int, address: str = CLIENT_ADDRESS) -> tuple[bool, float]:
+    """A fresh connection's ApiVersions: (answered, seconds until answered or closed)."""
+    started = time.monotonic()
+    with connect(port, address) as sock:
+        answered = served(sock)
+    return answered, time.monotonic() - started
+
+
+def test_an_address_over_its_connection_creation_rate_is_held_then_closed(broker):
+    ips = ("--alter", "--entity-type", "ips", "--entity-name", CLIENT_ADDRESS)
+    kafka_configs(broker, *ips, "--add-config", "connection_creation_rate=1",
+                  logged=f"Updating max connection rate override for /{CLIENT_ADDRESS} to 1")
+    # A rate counts at least ten windows of a second: ten connections at once are within 1/s.
+    assert [connect_and_probe(broker.port)[0] for _ in range(10)] == [True] * 10
+    answered, seconds = connect_and_probe(broker.port)
+    assert not answered and 0.7 <= seconds < 4, seconds      # held unread for a second, then closed
+    assert connect_and_probe(broker.port, "127.0.0.1")[0]    # other addresses have no quota
+    kafka_configs(broker, *ips, "--delete-config", "connection_creation_rate",
+                  logged=f"Removing max connection rate override for /{CLIENT_ADDRESS}")
+    assert connect_and_probe(broker.port)[0]
+
+
+def test_over_max_connection_creation_rate_connections_are_answered_late_and_none_refused(zk_chroot, shm_path):
+    cluster = Cluster(zk_chroot, shm_path, 1, {"max.connection.creation.rate": "2"})
+    try:
+        cluster.start()
+        port = cluster.brokers[0].port
+        existing = connect(port)
+        assert served(existing)
+        # 2/s over ten seconds lets about 20 in at once (less the broker's own); then each
+        # new one waits about half a second, up to a second.
+        probes = [connect_and_probe(port) for _ in range(30)]
+        assert all(answered for answered, _ in probes)
+        waits = sorted(seconds for _, seconds in probes)
+        assert waits[0] < 0.3 and waits[-1] >= 0.4 and sum(waits) >= 3, waits
+        started = time.monotonic()
+        held = connect(port)               # arrives while the listener is throttled...
+        assert served(existing) and time.monotonic() - started < 0.3     # ...which old connections never are
+        assert served(held)
+        for sock in (existing, held):
+            sock.close()
+    finally:
+        cluster.kill()
