@@ -45,6 +45,7 @@ from kafkalike.zkdata.znodes import ConfigType
 
 if TYPE_CHECKING:
     from kafkalike.broker.config import KafkaConfig
+    from kafkalike.broker.controller_mutation_quota import MutationQuota
     from kafkalike.broker.metadata_cache import MetadataCache
     from kafkalike.broker.topic_configs import TopicConfigs
     from kafkalike.zkdata import KafkaZkClient
@@ -59,6 +60,11 @@ class TopicResult:
     num_partitions: int = -1
     replication_factor: int = -1
     topic_id: object = None
+
+
+def _throttled() -> TopicResult:
+    """A topic the controller mutation quota refused (ZkAdminManager's ThrottlingQuotaExceededException)."""
+    return TopicResult(ErrorCode.THROTTLING_QUOTA_EXCEEDED, "The throttling quota has been exceeded.")
 
 
 class _Waiter:
@@ -171,7 +177,8 @@ class AdminManager:
     async def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
                            assignments: dict[int, list[int]] | None = None,
                            configs: dict[str, str | None] | None = None, *,
-                           validate_only: bool = False, timeout_ms: int = 30000) -> TopicResult:
+                           validate_only: bool = False, timeout_ms: int = 30000,
+                           quota: MutationQuota | None = None) -> TopicResult:
         try:
             validate(name)
             plan, clean = self._plan(name, num_partitions, replication_factor, assignments or {}, configs or {})
@@ -182,6 +189,8 @@ class AdminManager:
         result = TopicResult(num_partitions=len(plan), replication_factor=len(plan[0]))
         if validate_only:
             return result
+        if quota is not None and not quota.admit(len(plan)):
+            return _throttled()
         topic_id = new_topic_id()
         result.topic_id = topic_id
         try:
@@ -202,7 +211,7 @@ class AdminManager:
 
     # -- delete -------------------------------------------------------------------------
 
-    async def delete_topic(self, name: str, timeout_ms: int) -> TopicResult:
+    async def delete_topic(self, name: str, timeout_ms: int, quota: MutationQuota | None = None) -> TopicResult:
         if not self.cache.contains(name):
             return TopicResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                "This server does not host this topic-partition.")
@@ -210,6 +219,8 @@ class AdminManager:
             return TopicResult(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
         if name in INTERNAL_TOPICS:
             return TopicResult(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete internal topic {name}")
+        if quota is not None and not quota.admit(len(self.cache.partitions.get(name, {}))):
+            return _throttled()
         try:
             await self.zk.mark_topic_for_deletion(name)
         except TopicAlreadyMarkedForDeletionError:
@@ -221,7 +232,8 @@ class AdminManager:
     # -- partitions ---------------------------------------------------------------------
 
     async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
-                                validate_only: bool, timeout_ms: int) -> TopicResult:
+                                validate_only: bool, timeout_ms: int,
+                                quota: MutationQuota | None = None) -> TopicResult:
         current = self.cache.partitions.get(name)
         if current is None:
             return TopicResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
@@ -252,6 +264,8 @@ class AdminManager:
                 return TopicResult(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc))
         if validate_only:
             return TopicResult()
+        if quota is not None and not quota.admit(len(added)):
+            return _throttled()
         full = {p: list(info.replicas) for p, info in current.items()}
         full.update(added)
         await self.zk.set_topic_assignment(name, PartitionAssignment.of(full, self.cache.topic_ids.get(name)))

@@ -328,6 +328,8 @@ class QuotaSettings:
     window_s: int = 1
     producer_default: int = LONG_MAX
     consumer_default: int = LONG_MAX
+    controller_samples: int = 11
+    controller_window_s: int = 1
 
 
 class ClientQuotas:
@@ -341,12 +343,19 @@ class ClientQuotas:
         self.fetch = ClientQuotaManager(FETCH, s.samples, s.window_s, s.consumer_default, clock=clock)
         self.request = ClientQuotaManager(REQUEST, s.samples, s.window_s, LONG_MAX,
                                           max_throttle_ms=s.window_s * 1000.0, clock=clock)
-        self._by_key = {PRODUCE_KEY: self.produce, FETCH_KEY: self.fetch, REQUEST_KEY: self.request}
+        from kafkalike.broker.controller_mutation_quota import (CONTROLLER_MUTATION_KEY,
+                                                                ControllerMutationQuotaManager)
+        self.controller_mutation = ControllerMutationQuotaManager(s.controller_samples, s.controller_window_s, clock)
+        self._by_key = {PRODUCE_KEY: self.produce, FETCH_KEY: self.fetch, REQUEST_KEY: self.request,
+                        CONTROLLER_MUTATION_KEY: self.controller_mutation}
+        self._rate_keys = frozenset({REQUEST_KEY, CONTROLLER_MUTATION_KEY})    # doubles; the byte rates are longs
 
     @classmethod
     def from_config(cls, config) -> ClientQuotas:
         return cls(QuotaSettings(config.get("quota.window.num"), config.get("quota.window.size.seconds"),
-                                 config.get("quota.producer.default"), config.get("quota.consumer.default")))
+                                 config.get("quota.producer.default"), config.get("quota.consumer.default"),
+                                 config.get("controller.quota.window.num"),
+                                 config.get("controller.quota.window.size.seconds")))
 
     # -- ZooKeeper: start-up and change notifications ------------------------------------
 
@@ -357,7 +366,7 @@ class ClientQuotas:
             bound = None
             if value is not None:
                 try:
-                    bound = float(int(value.strip())) if key != REQUEST_KEY else float(value)
+                    bound = float(value) if key in self._rate_keys else float(int(value.strip()))
                 except ValueError:
                     log.error("Ignoring %s=%s of %s: not a number", key, value, _describe(entity))
                     continue
@@ -450,14 +459,30 @@ class ClientQuotas:
             self.unrecord_fetch(ctx, size)
             response.responses = []
 
+    def mutation_quota(self, ctx: RequestContext):
+        """The controller mutation quota of a CreateTopics, CreatePartitions or DeleteTopics
+        request (controller_mutation_quota.py), or None while no such quota is set."""
+        if not self.controller_mutation.enabled:
+            return None
+        from kafkalike.broker.controller_mutation_quota import MutationQuota
+        return MutationQuota(self.controller_mutation, ctx, _user(ctx))
+
+    def throttle_mutations(self, ctx: RequestContext, quota) -> None:
+        """The request is answered: its mutation quota's throttle, if the longest, is the answer's."""
+        throttle = quota.throttle_ms() if quota is not None else 0
+        if throttle > ctx.throttle_ms:
+            ctx.throttle_ms = throttle
+            ctx.throttled_by = self.controller_mutation
+
     def expire(self) -> None:
-        for manager in (self.produce, self.fetch, self.request):
+        for manager in (self.produce, self.fetch, self.request, self.controller_mutation):
             manager.expire()
 
     def readings(self) -> Iterator[Reading]:
         yield from self.produce.readings("byte-rate")
         yield from self.fetch.readings("byte-rate")
         yield from self.request.readings("request-time")
+        yield from self.controller_mutation.readings()
 
 
 def _exempt(ctx: RequestContext, response, follower: bool) -> bool:

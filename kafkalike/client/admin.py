@@ -197,32 +197,39 @@ class AdminClient:
             return out
         return self._call("describeTopics", attempt)
 
-    def create_topics(self, topics: Sequence[NewTopic], validate_only: bool = False) -> dict[str, CreatedTopic]:
-        """Create topics through the controller; raises for the first topic that failed."""
+    def create_topics(self, topics: Sequence[NewTopic], validate_only: bool = False,
+                      retry_on_quota_violation: bool = True) -> dict[str, CreatedTopic]:
+        """Create topics through the controller; raises for the first topic that failed.
+        Topics the controller mutation quota held back are sent again once the answer's
+        throttle time has passed, within the call's timeout (Java's retryOnQuotaViolation)."""
         for topic in topics:
             _check_representable(topic.name)
-        request_topics = [_creatable(t) for t in topics]
+        pending = {t.name: (t, _creatable(t)) for t in topics}
+        created: dict[str, CreatedTopic] = {}
 
         def attempt(deadline: float) -> dict[str, CreatedTopic]:
-            request = CreateTopicsRequest(topics=request_topics, timeout_ms=self._op_timeout_ms(deadline),
-                                          validate_only=validate_only)
+            request = CreateTopicsRequest(topics=[r for _, r in pending.values()],
+                                          timeout_ms=self._op_timeout_ms(deadline), validate_only=validate_only)
             response = self._send_to_controller(request, deadline)
             results = {r.name: r for r in response.topics}
             self._retry_if_controller_moved(r.error_code for r in response.topics)
-            created = {}
-            for topic in topics:
+            for topic, _ in list(pending.values()):
                 result = results.get(topic.name)
                 if result is None:
                     raise KafkaAdminError(ErrorCode.UNKNOWN_SERVER_ERROR,
                                           f"The server response did not contain a reference to topic {topic.name}")
+                if result.error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED and retry_on_quota_violation:
+                    continue
                 if result.error_code != ErrorCode.NONE:
                     raise KafkaAdminError(result.error_code, result.error_message)
+                del pending[topic.name]
                 created[topic.name] = CreatedTopic(topic.name, result.topic_id, result.num_partitions,
                                                    result.replication_factor)
-            return created
+            self._retry_when_throttled(bool(pending), response.throttle_time_ms, deadline)
+            return {t.name: created[t.name] for t in topics}
         return self._call("createTopics", attempt)
 
-    def delete_topics(self, names: Iterable[str]) -> None:
+    def delete_topics(self, names: Iterable[str], retry_on_quota_violation: bool = True) -> None:
         wanted = list(dict.fromkeys(names))
         for name in wanted:
             _check_representable(name)
@@ -240,13 +247,17 @@ class AdminClient:
             response = self._send(controller, request, version)
             self._retry_if_controller_moved(r.error_code for r in response.responses)
             results = {r.name: r for r in response.responses}
-            for name in wanted:
+            for name in list(wanted):
                 result = results.get(name)
-                if result is not None and result.error_code != ErrorCode.NONE:
+                if result is None or result.error_code == ErrorCode.NONE:
+                    wanted.remove(name)
+                elif result.error_code != ErrorCode.THROTTLING_QUOTA_EXCEEDED or not retry_on_quota_violation:
                     raise KafkaAdminError(result.error_code, result.error_message)
+            self._retry_when_throttled(bool(wanted), response.throttle_time_ms, deadline)
         self._call("deleteTopics", attempt)
 
-    def create_partitions(self, increases: Mapping[str, NewPartitions], validate_only: bool = False) -> None:
+    def create_partitions(self, increases: Mapping[str, NewPartitions], validate_only: bool = False,
+                          retry_on_quota_violation: bool = True) -> None:
         """Raise topics' partition counts, optionally placing the new partitions' replicas."""
         topics = [CreatePartitionsRequest.CreatePartitionsTopic(
             name=name, count=p.total_count,
@@ -262,8 +273,11 @@ class AdminClient:
             response = self._send_to_controller(request, deadline)
             self._retry_if_controller_moved(r.error_code for r in response.results)
             for result in response.results:
-                if result.error_code != ErrorCode.NONE:
+                if result.error_code == ErrorCode.NONE:
+                    topics[:] = [t for t in topics if t.name != result.name]
+                elif result.error_code != ErrorCode.THROTTLING_QUOTA_EXCEEDED or not retry_on_quota_violation:
                     raise KafkaAdminError(result.error_code, result.error_message)
+            self._retry_when_throttled(bool(topics), response.throttle_time_ms, deadline)
         self._call("createPartitions", attempt)
 
     def list_partition_reassignments(self, partitions: Iterable[tuple[str, int]] | None = None
@@ -967,6 +981,17 @@ class AdminClient:
             return connection.pick_version(api_key)
         except UnsupportedApiVersion as error:
             raise KafkaAdminError(ErrorCode.UNSUPPORTED_VERSION, str(error)) from None
+
+    def _retry_when_throttled(self, throttled: bool, throttle_time_ms: int, deadline: float) -> None:
+        """Topics the controller mutation quota held back go again after the throttle time;
+        if that is past the call's deadline, they fail with the quota's error, as Java's."""
+        if not throttled:
+            return
+        wait = max(throttle_time_ms or 0, 0) / 1000.0
+        if time.monotonic() + wait >= deadline:
+            raise KafkaAdminError(ErrorCode.THROTTLING_QUOTA_EXCEEDED, "The throttling quota has been exceeded.")
+        time.sleep(max(wait - self._backoff, 0))        # _call sleeps the backoff
+        raise _Retry(True)
 
     def _retry_if_controller_moved(self, codes: Iterable[int]) -> None:
         if any(code == ErrorCode.NOT_CONTROLLER for code in codes):

@@ -235,3 +235,33 @@ def test_request_percentage_answers_at_once_then_mutes_the_connection(broker):
     assert first_at < 0.5
     assert second_at - first_at > 0.9
     assert [t for _, t in metadata_twice(broker.plain, "quiet")] == [0, 0]
+
+
+def test_controller_mutation_rate_refuses_new_topics_until_the_throttle_has_passed(broker):
+    """KIP-599: controller_mutation_rate=2 is a bucket of 20 partitions refilled at 2 a second.
+    A topic may take it below zero; the next is refused with THROTTLING_QUOTA_EXCEEDED, and an
+    admin client that retries (Java's default) gets it created once the answer's throttle time
+    has passed. Another client id is not held back."""
+    from kafkalike.client.admin import AdminClient as KafkalikeAdmin
+    from kafkalike.client.admin import KafkaAdminError
+    from kafkalike.client.admin_types import NewTopic as New
+    from kafkalike.protocol.errors import ErrorCode
+
+    kafka_configs(broker, "--alter", "--entity-type", "clients", "--entity-name", "mutator",
+                  "--add-config", "controller_mutation_rate=2", applied="quota for client-id mutator to 2.0")
+    prefix = f"mutations-{uuid.uuid4().hex[:6]}"
+    with KafkalikeAdmin({"bootstrap.servers": broker.plain, "client.id": "mutator"}) as admin:
+        admin.create_topics([New(f"{prefix}-a", 20, 1)])      # the whole burst
+        admin.create_topics([New(f"{prefix}-b", 6, 1)])       # from about zero to about -6: passes
+        with pytest.raises(KafkaAdminError) as refused:
+            admin.create_topics([New(f"{prefix}-c", 1, 1)], retry_on_quota_violation=False)
+        assert refused.value.code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
+        started = time.monotonic()
+        admin.create_topics([New(f"{prefix}-c", 1, 1)])       # waits about 3 s, then passes
+        assert time.monotonic() - started >= 2.0
+    assert quota_metric(broker, "kafka_server_quota_tokens", resource="ControllerMutation",
+                        clientId="mutator") < 20
+    with KafkalikeAdmin({"bootstrap.servers": broker.plain, "client.id": "someone-else"}) as admin:
+        started = time.monotonic()
+        admin.delete_topics([f"{prefix}-a", f"{prefix}-b", f"{prefix}-c"])
+        assert time.monotonic() - started < 2.0

@@ -193,11 +193,13 @@ def _tls_handshake(port: int, ca: str):
     import socket
     context = ssl.create_default_context(cafile=ca)
     context.check_hostname = False
-    raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+    raw = None
     try:
+        raw = socket.create_connection(("127.0.0.1", port), timeout=5)    # a quick refusal can reset it here
         return context.wrap_socket(raw)
     except (OSError, ssl.SSLError) as exc:
-        raw.close()
+        if raw is not None:
+            raw.close()
         return exc
 
 

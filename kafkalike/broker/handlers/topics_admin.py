@@ -1,7 +1,9 @@
 """CreateTopics (19), DeleteTopics (20), CreatePartitions (37): only the controller takes them.
 
 As in Kafka 2.8's ZooKeeper mode, a broker that is not the controller answers
-NOT_CONTROLLER so the client refreshes metadata and retries there.
+NOT_CONTROLLER so the client refreshes metadata and retries there. Each topic's change
+takes the request's controller mutation quota (KIP-599, controller_mutation_quota.py)
+once it has been validated, and the answer carries its throttle time.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ async def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
     active = ctx.controller.active
     names = [t.name for t in request.topics]
     creatable = describable = set()
+    quota = _mutation_quota(ctx)
     if active:
         creatable = (set(names) if authz.authorize_cluster(ctx, Op.CREATE, log_denied=False)
                      else authz.filter(ctx, Op.CREATE, TOPIC, names))
@@ -57,7 +60,7 @@ async def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
             configs = {c.name: c.value for c in t.configs}
             jobs.append((res, t, defer.ensureDeferred(ctx.admin.create_topic(
                 t.name, t.num_partitions, t.replication_factor, assignments, configs,
-                validate_only=request.validate_only, timeout_ms=request.timeout_ms))))
+                validate_only=request.validate_only, timeout_ms=request.timeout_ms, quota=quota))))
     for res, t, job in jobs:
         r = await job
         res.error_code = int(r.error)
@@ -70,7 +73,18 @@ async def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
                 res.configs = _config_entries(ctx, {c.name: c.value for c in t.configs})
         else:
             res.topic_config_error_code = 0      # a failed creation tells no configs' error (KafkaApis resets it)
+    _throttle(ctx, quota)
     return CreateTopicsResponse(topics=results)
+
+
+def _mutation_quota(ctx: RequestContext):
+    quotas = ctx.services.quotas
+    return quotas.mutation_quota(ctx) if quotas is not None else None
+
+
+def _throttle(ctx: RequestContext, quota) -> None:
+    if quota is not None:
+        ctx.services.quotas.throttle_mutations(ctx, quota)
 
 
 def _config_entries(ctx: RequestContext, overrides: dict[str, str | None]) -> list:
@@ -101,6 +115,7 @@ async def _delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> D
     out = []
     jobs = []
     deletable = ctx.authorizer.filter(ctx, Op.DELETE, TOPIC, (n for n, _ in names if n is not None))
+    quota = _mutation_quota(ctx)
     for name, topic_id in names:
         res = DeleteTopicsResponse.DeletableTopicResult(name=name)
         if topic_id is not None:
@@ -115,10 +130,11 @@ async def _delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> D
             if topic_id is not None and topic_id.int and not ctx.authorizer.authorize(ctx, Op.DESCRIBE, TOPIC, name):
                 res.name = None          # no DESCRIBE: the name a topic id stands for is not disclosed
         else:
-            jobs.append((res, defer.ensureDeferred(ctx.admin.delete_topic(name, request.timeout_ms))))
+            jobs.append((res, defer.ensureDeferred(ctx.admin.delete_topic(name, request.timeout_ms, quota))))
     for res, job in jobs:
         r = await job
         res.error_code, res.error_message = int(r.error), r.message
+    _throttle(ctx, quota)
     return DeleteTopicsResponse(responses=out)
 
 
@@ -130,6 +146,7 @@ def handle_create_partitions(ctx: RequestContext, request: CreatePartitionsReque
 async def _create_partitions(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
     dup = _duplicates([t.name for t in request.topics])
     results = []
+    quota = _mutation_quota(ctx)
     for t in request.topics:
         res = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name)
         results.append(res)
@@ -145,6 +162,7 @@ async def _create_partitions(ctx: RequestContext, request: CreatePartitionsReque
             continue
         assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
         r = await ctx.admin.create_partitions(t.name, t.count, assignments,
-                                              request.validate_only, request.timeout_ms)
+                                              request.validate_only, request.timeout_ms, quota)
         res.error_code, res.error_message = int(r.error), r.message
+    _throttle(ctx, quota)
     return CreatePartitionsResponse(results=results)
