@@ -25,8 +25,8 @@ listener is held back; they wait here, unread and in order, until a slot is free
 would have waited in the backlog. Every key is read when a connection arrives, and a
 dynamic change (kafka-configs --entity-type brokers) lets waiting connections in at once.
 
-Left out: Kafka's closing of the least recently used connections when max.connections is
-lowered below the count in use (here the count just has to fall below it).
+When max.connections is lowered below the connections open, the least recently active
+ones on unprotected listeners are closed until the count fits, as Kafka's processors do.
 """
 from __future__ import annotations
 
@@ -55,6 +55,7 @@ class Admittee(Protocol):
 
     ip: str
     listener_name: str
+    last_active: float       # monotonic time of its last request or answer
 
     def hold(self) -> None: ...
 
@@ -132,10 +133,22 @@ class ConnectionQuotas:
                 for entry in list(queue):
                     if entry[0] is conn:
                         queue.remove(entry)
-        self.reconfigured()
+        self._let_waiting_in()
 
     def reconfigured(self, _changed: object = None) -> None:
-        """Counts or caps changed: let in what may come in now, on every listener."""
+        """Caps changed (a dynamic config): over a lowered max.connections the least recently
+        active connections close, as Kafka's processors close their selector's LRU one
+        (only with connections.max.idle.ms on, as there); below a raised one, waiting
+        connections come in."""
+        excess = self.total - self.config.get("max.connections")
+        if excess > 0 and self.config.get("connections.max.idle.ms") >= 0:
+            unprotected = (c for c in self._counted if not self._protected(c.listener_name))
+            for conn in sorted(unprotected, key=lambda c: c.last_active)[:excess]:
+                log.debug("Closing connection from /%s: the broker is over max.connections", conn.ip)
+                conn.close()
+        self._let_waiting_in()
+
+    def _let_waiting_in(self) -> None:
         for listener in list(self._waiting):
             self._drain(listener)
         self._update_accepting()

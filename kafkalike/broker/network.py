@@ -124,6 +124,7 @@ class KafkaConnection(SizePrefixedReceiver):
         self.quotas: ConnectionQuotas | None = None     # the listener's connection quotas, which admit it
         self.listener_name = "PLAINTEXT"
         self._tcp = None            # the TCP transport (under TLS, the one below Twisted's TLS protocol)
+        self.last_active = 0.0      # monotonic time of the last request read or answer written
         self.connection_id = ""
         self.client_information: tuple[str, str] | None = None   # from ApiVersions (KIP-511)
         self._files: SendfileWriter | None = None     # plaintext TCP only: answers with file ranges
@@ -141,6 +142,7 @@ class KafkaConnection(SizePrefixedReceiver):
         while transport is not None and not hasattr(transport, "setTcpNoDelay"):
             transport = getattr(transport, "transport", None)     # under TLS: the TCP transport below
         self._tcp = transport
+        self.last_active = time.monotonic()
         if transport is not None:
             try:
                 transport.setTcpNoDelay(True)
@@ -244,7 +246,8 @@ class KafkaConnection(SizePrefixedReceiver):
     def stringReceived(self, frame: bytes) -> None:
         if self._closing:
             return
-        self._queue.append((frame, time.monotonic()))   # arrival time: RequestQueueTimeMs
+        now = self.last_active = time.monotonic()
+        self._queue.append((frame, now))   # arrival time: RequestQueueTimeMs
         if len(self._queue) >= QUEUE_PAUSE and not self._paused:
             self._paused = True
             self.transport.pauseProducing()
@@ -322,7 +325,7 @@ class KafkaConnection(SizePrefixedReceiver):
         else:
             files.write_bytes(size_prefixed(encode_response(ctx.api_key, slot.version, ctx.correlation_id,
                                                             response)))
-        sent = time.monotonic()
+        sent = self.last_active = time.monotonic()
         self._record(slot, sent, throttle_ms, encoding)
         if quotas is not None:
             quotas.on_sent(ctx, response, sent - encoding, slot.follower)

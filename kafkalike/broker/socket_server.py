@@ -4,12 +4,16 @@ It owns the listeners' ports, their security and the connection quotas they shar
 (Kafka's DynamicListenerConfig) happen in one place: listeners removed or moved stop and
 close their connections, new ones open with their security. What the broker registers in
 ZooKeeper comes from here too, because a listener on port 0 is only known once bound.
+It also closes connections idle for connections.max.idle.ms (no request read and no answer
+written), as Kafka's Selector does; clients connect again when they next need to.
 """
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Callable
 
+from twisted.internet import task
 from twisted.internet.endpoints import TCP4ServerEndpoint
 
 from kafkalike.broker.connection_quotas import ConnectionQuotas
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
     from kafkalike.broker.registry import BrokerServices
 
 log = logging.getLogger("kafka.network.SocketServer")
+selector_log = logging.getLogger("org.apache.kafka.common.network.Selector")
 
 
 class SocketServer:
@@ -37,6 +42,7 @@ class SocketServer:
         self.advertised = config.advertised_listeners
         self._services: BrokerServices | None = None
         self._credentials: Callable | None = None
+        self._idle_check: task.LoopingCall | None = None
 
     async def startup(self, services: BrokerServices, credentials: Callable) -> None:
         """Open every listener; SCRAM logins read `credentials` (the broker's cache)."""
@@ -44,6 +50,22 @@ class SocketServer:
         self._attach_credentials()
         for ep in self.config.listeners:
             await self._open(ep)
+        idle_ms = self.config.get("connections.max.idle.ms")
+        if idle_ms >= 0:         # negative: never
+            self._idle_check = task.LoopingCall(self.close_idle_connections)
+            self._idle_check.clock = self.reactor
+            self._idle_check.start(min(max(idle_ms / 10_000, 0.1), 10.0), now=False)
+
+    def close_idle_connections(self) -> None:
+        idle_ms = self.config.get("connections.max.idle.ms")
+        now = time.monotonic()
+        for port in self.ports:
+            for conn in list(port.factory.connections):
+                idle_for = (now - conn.last_active) * 1000
+                if idle_for > idle_ms:
+                    selector_log.debug("About to close the idle connection from %s due to being idle for %d millis",
+                              conn.connection_id, idle_for)
+                    conn.close()
 
     def _attach_credentials(self) -> None:
         for security in self.security.values():
@@ -95,6 +117,8 @@ class SocketServer:
                               ep.security_protocol) for ep in self.advertised)
 
     async def stop_accepting(self) -> None:
+        if self._idle_check is not None and self._idle_check.running:
+            self._idle_check.stop()
         for port in self.ports:
             self.quotas.remove_port(port.factory.listener_name)     # never to be started again
             await port.stopListening()

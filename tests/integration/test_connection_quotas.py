@@ -9,7 +9,8 @@ the overrides (kafka-configs --entity-type brokers --entity-default) applies to 
 The creation rates (KIP-612): an address over its connection_creation_rate (set with
 kafka-configs --entity-type ips) has its connection held unread and closed a second later;
 a broker over max.connection.creation.rate answers its new connections late, never refuses
-them, and keeps serving the ones it has.
+them, and keeps serving the ones it has. A connection idle for connections.max.idle.ms is
+closed, and a client simply connects again.
 """
 from __future__ import annotations
 
@@ -45,9 +46,20 @@ def served(sock: socket.socket) -> bool:
     data = encode_request(18, 0, 1, "quota-probe", ApiVersionsRequest())
     try:
         sock.sendall(struct.pack(">i", len(data)) + data)
-        return len(sock.recv(4)) == 4
+        size = read_exactly(sock, 4)
+        return len(size) == 4 and len(read_exactly(sock, int.from_bytes(size, "big"))) > 0
     except OSError:
         return False
+
+
+def read_exactly(sock: socket.socket, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            break
+        out += chunk
+    return out
 
 
 @pytest.fixture
@@ -146,6 +158,31 @@ def test_over_max_connection_creation_rate_connections_are_answered_late_and_non
         assert served(existing) and time.monotonic() - started < 0.3     # ...which old connections never are
         assert served(held)
         for sock in (existing, held):
+            sock.close()
+    finally:
+        cluster.kill()
+
+
+def test_an_idle_connection_is_closed_and_a_client_connects_again(zk_chroot, shm_path):
+    from confluent_kafka import Producer
+
+    cluster = Cluster(zk_chroot, shm_path, 1, {"connections.max.idle.ms": "2000"})
+    try:
+        cluster.start()
+        port = cluster.brokers[0].port
+        idle, busy = connect(port, "127.0.0.1"), connect(port, "127.0.0.1")
+        assert served(idle)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "log.connection.close": False})
+        producer.produce("idle-topic", b"before")
+        assert producer.flush(30) == 0
+        for _ in range(10):                 # a request every half second keeps a connection open
+            assert served(busy)
+            time.sleep(0.5)
+        idle.settimeout(5)
+        assert read_exactly(idle, 1) == b""   # closed by the broker after 2 s without traffic
+        producer.produce("idle-topic", b"after")    # its connections were closed too; it reconnects
+        assert producer.flush(30) == 0
+        for sock in (idle, busy):
             sock.close()
     finally:
         cluster.kill()

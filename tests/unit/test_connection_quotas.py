@@ -40,6 +40,7 @@ class Conn:
     def __init__(self, quotas: ConnectionQuotas, ip: str, listener: str = "CLIENTS") -> None:
         self.quotas, self.ip, self.listener_name = quotas, ip, listener
         self.state = "new"
+        self.last_active = quotas.clock()
         quotas.accepted(self)
 
     def hold(self) -> None:
@@ -121,6 +122,21 @@ def test_a_listener_cap_holds_that_listener_only_and_a_dynamic_raise_lets_its_wa
     cfg_quotas.config.apply_dynamic({"listener.name.clients.max.connections": "2"}, {})
     cfg_quotas.reconfigured()
     assert waiting.state == "served" and not clients.reading
+
+
+def test_a_lowered_max_connections_closes_the_least_recently_active_unprotected_ones():
+    quotas, clock, _, clients = quotas_of()
+    conns = []
+    for i in range(4):
+        conns.append(Conn(quotas, f"10.0.0.{i}"))
+        clock.advance(1)
+    inter_broker = Conn(quotas, "10.0.0.9", "PLAINTEXT")
+    inter_broker.last_active = 0            # the oldest, but protected
+    conns[0].last_active = clock.seconds()  # it just sent a request
+    quotas.config.apply_dynamic({"max.connections": "3"}, {})
+    quotas.reconfigured()
+    assert [c.state for c in conns] == ["served", "closed", "closed", "served"]
+    assert inter_broker.state == "served" and quotas.total == 3 and not clients.reading
 
 
 def test_the_broker_creation_rate_delays_the_connection_over_it_and_its_listener():
