@@ -46,7 +46,8 @@ class Pki:
 
 def make_pki(directory: Path) -> Pki:
     """ca.pem; broker.p12 / broker.pem (key+chain); client.p12 / client.pem; rogue.pem (untrusted
-    CA's client); truststore.p12 (the CA)."""
+    CA's client); truststore.p12 (the CA); broker-renewed, broker-renamed, broker-fewer-names
+    and broker-rogue (.p12 and .pem) for keystore updates."""
     directory.mkdir(parents=True, exist_ok=True)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = _name("kafkalike-test-ca")
@@ -68,12 +69,19 @@ def make_pki(directory: Path) -> Pki:
         (directory / f"{stem}.p12").write_bytes(
             pkcs12.serialize_key_and_certificates(stem.encode(), key, cert, [issuer], enc))
 
-    leaf("broker", "localhost", [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    broker_sans = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    leaf("broker", "localhost", broker_sans)
     leaf("client", "alice-client", [])
     rogue_key = ec.generate_private_key(ec.SECP256R1())
     rogue_name = _name("rogue-ca")
     rogue_ca = _cert(rogue_name, rogue_key, rogue_name, rogue_key, ca=True)
     leaf("rogue", "mallory", [], rogue_ca, rogue_name, rogue_key)
+    # For keystore updates: the broker's certificate renewed, one naming another host, one
+    # without its IP address, and one with the broker's names from the CA nobody trusts.
+    leaf("broker-renewed", "localhost", broker_sans)
+    leaf("broker-renamed", "elsewhere", broker_sans)
+    leaf("broker-fewer-names", "localhost", broker_sans[:1])
+    leaf("broker-rogue", "localhost", broker_sans, rogue_ca, rogue_name, rogue_key)
     return Pki(directory)
 
 

@@ -354,11 +354,17 @@ class DynamicBrokerConfig:
         self.config = config
         self.broker_id = config.broker_id if broker_id is None else broker_id
         self._reconfigurables: list[tuple[frozenset[str] | None, Reconfigurable]] = []
+        self._validators: list[Callable[[KafkaConfig, KafkaConfig], None]] = []
         self._encoder = PasswordEncoder.from_configs({k: config.get(k) for k in (
             "password.encoder.secret", "password.encoder.keyfactory.algorithm", "password.encoder.cipher.algorithm",
             "password.encoder.key.length", "password.encoder.iterations")})
 
     # ---------------------------------------------------------------- reading ZooKeeper's
+
+    def add_validator(self, check: Callable[[KafkaConfig, KafkaConfig], None]) -> None:
+        """A part's validateReconfiguration: check(current, proposed) raises ConfigError to
+        refuse an AlterConfigs before anything is written."""
+        self._validators.append(check)
 
     def add_reconfigurable(self, keys: Iterable[str] | None, callback: Reconfigurable) -> None:
         """callback(changed names) after a change of any of `keys` (None: of anything)."""
@@ -465,6 +471,8 @@ class DynamicBrokerConfig:
                 validate_cleaner_threads(self.config, merged)     # the broker has a LogCleaner
             if changed & LISTENER_CONFIGS:
                 validate_listeners(self.config, merged)
+            for check in self._validators:
+                check(self.config, merged)
         except ConfigError as exc:
             raise reconfiguration_error(exc) from None
 

@@ -30,6 +30,7 @@ from kafkalike.broker.metadata_cache import MetadataCache
 from kafkalike.broker.metrics import BrokerMetrics, start_metrics
 from kafkalike.broker.security.credentials import ScramCredentialCache
 from kafkalike.broker.security.listener import inter_broker_client_security
+from kafkalike.broker.security.store_updates import check_store_update
 from kafkalike.broker.socket_server import SocketServer
 from kafkalike.common import outbound
 from kafkalike.broker.registry import BrokerEpochs, BrokerServices, load_handlers
@@ -372,6 +373,8 @@ class KafkaServer:
         self.dynamic_config.add_reconfigurable(LISTENER_CONFIGS, self._listeners_changed)
         # Connection caps and rates are read as connections arrive; a change lets waiting ones in.
         self.dynamic_config.add_reconfigurable(None, self.socket_server.quotas.reconfigured)
+        self.dynamic_config.add_validator(check_store_update)     # listeners' keystores and truststores
+        self.dynamic_config.add_reconfigurable(None, self.socket_server.reload_stores)
 
     async def _on_config_written(self, entity_type: str, name: str) -> None:
         """The admin manager wrote a config here: apply it at once rather than on the

@@ -18,7 +18,11 @@ from twisted.internet.endpoints import TCP4ServerEndpoint
 
 from kafkalike.broker.connection_quotas import ConnectionQuotas
 from kafkalike.broker.network import listening_factory
-from kafkalike.broker.security.listener import ListenerSecurity, all_listener_security
+from kafkalike.broker.config import ConfigError
+from kafkalike.broker.security.listener import (ListenerSecurity, all_listener_security,
+                                                inter_broker_client_security, listener_security)
+from kafkalike.broker.security.store_updates import listeners_with_new_stores
+from kafkalike.common import outbound
 from kafkalike.zkdata import EndPoint
 
 if TYPE_CHECKING:
@@ -109,6 +113,23 @@ class SocketServer:
         for ep in added:
             await self._open(ep)
         self.advertised = self.config.advertised_listeners
+
+    def reload_stores(self, changed: set[str]) -> None:
+        """A listener's keystore or truststore keys changed (security/store_updates.py, checked
+        before they were written): its new connections get the new stores."""
+        for name in listeners_with_new_stores(changed, self.config):
+            security = self.security.get(name)
+            if security is None or security.tls is None:
+                continue
+            try:
+                fresh = listener_security(self.config, name, security.protocol)
+                if name == self.config.inter_broker_listener_name:
+                    outbound.set_default_security(inter_broker_client_security(self.config))
+            except ConfigError as exc:
+                log.error("The keystore and truststore of listener %s were not reloaded: %s", name, exc)
+                continue
+            security.tls.context = fresh.tls.context
+            log.info("Reloaded the keystore and truststore of listener %s", name)
 
     def endpoints(self) -> tuple[EndPoint, ...]:
         """The advertised endpoints, a port of 0 replaced by the port its listener bound."""
