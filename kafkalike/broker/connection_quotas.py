@@ -35,10 +35,11 @@ import logging
 import socket
 import time
 from collections import Counter, deque
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
-from kafkalike.broker.client_quotas import INT_MAX, QuotaRate, throttle_time_ms
+from kafkalike.broker.client_quotas import INT_MAX, QuotaRate, ThrottleAvg, throttle_time_ms
 from kafkalike.broker.security.listener import ListenerConfig
+from kafkalike.metrics.core import Kind, MetricName, Reading
 
 if TYPE_CHECKING:
     from kafkalike.broker.config import KafkaConfig
@@ -86,6 +87,10 @@ class ConnectionQuotas:
         self._ip_rates: dict[str, QuotaRate] = {}
         self._ip_rate_quotas: dict[str, int] = {}
         self._default_ip_rate_quota = INT_MAX
+        # The throttle-time sensors of Kafka's ListenerConnectionQuota: listener (or broker)
+        # rate delays, and IP rate throttles, per listener.
+        self._listener_throttles: dict[str, ThrottleAvg] = {}
+        self._ip_throttles: dict[str, ThrottleAvg] = {}
 
     # -- listeners ---------------------------------------------------------------------
 
@@ -164,6 +169,7 @@ class ConnectionQuotas:
         if not rates_recorded:
             delay_ms = self._record_rates(listener)
             if delay_ms > 0:
+                self._throttled(self._listener_throttles, listener, delay_ms)
                 conn.hold()
                 self._delayed[listener] = conn
                 self._later(delay_ms, self._end_delay, conn)
@@ -192,6 +198,7 @@ class ConnectionQuotas:
         ip, listener = conn.ip, conn.listener_name
         throttle_ms = self._record_ip_rate(ip, listener)
         if throttle_ms > 0:
+            self._throttled(self._ip_throttles, listener, throttle_ms)
             log.debug("Delaying closing of connection from /%s for %d ms", ip, throttle_ms)
             conn.hold()
             self._later(throttle_ms, conn.close)
@@ -320,11 +327,37 @@ class ConnectionQuotas:
         for ip in [ip for ip, rate in self._ip_rates.items() if rate.measure(now_ms) == 0]:
             del self._ip_rates[ip]
 
+    def _throttled(self, sensors: dict[str, ThrottleAvg], listener: str, throttle_ms: int) -> None:
+        sensor = sensors.get(listener)
+        if sensor is None:
+            sensor = sensors[listener] = ThrottleAvg()
+        sensor.record(throttle_ms, self.clock() * 1000.0)
+
+    def readings(self) -> Iterator[Reading]:
+        """Kafka's socket-server-metrics: each listener's connection count (its one network
+        processor's), the rate it accepts connections at and the average throttle its rate
+        and its addresses' rates gave; the broker-wide accept rate."""
+        now_ms = self.clock() * 1000.0
+        for listener in self._ports:
+            tags = (("listener", listener),)
+            yield _socket_metric("connection-count", self.by_listener[listener], tags + (("networkProcessor", "0"),))
+            rate = self._listener_rates.get(listener)
+            yield _socket_metric("connection-accept-rate", rate.measure(now_ms) if rate else 0.0, tags)
+            for attribute, sensors in (("connection-accept-throttle-time", self._listener_throttles),
+                                       ("ip-connection-accept-throttle-time", self._ip_throttles)):
+                sensor = sensors.get(listener)
+                yield _socket_metric(attribute, sensor.measure(now_ms) if sensor else float("nan"), tags)
+        yield _socket_metric("broker-connection-accept-rate", self._broker_rate.measure(now_ms), ())
+
     def _later(self, delay_ms: int, call: Callable, *args) -> None:
         if self.reactor is None:
             from twisted.internet import reactor as default_reactor
             self.reactor = default_reactor
         self.reactor.callLater(delay_ms / 1000.0, call, *args)
+
+
+def _socket_metric(attribute: str, value: float, tags: tuple) -> Reading:
+    return Reading(MetricName("kafka.server", "socket-server-metrics", attribute, tags), Kind.GAUGE, value)
 
 
 def resolve(host: str) -> str | None:

@@ -23,6 +23,7 @@ from kafkalike.metrics.reactor_idle import ReactorIdle
 from kafkalike.metrics.stats import LOG_FLUSH_STATS
 
 if TYPE_CHECKING:
+    from kafkalike.broker.connection_quotas import ConnectionQuotas
     from kafkalike.broker.registry import BrokerServices
     from kafkalike.broker.replica_fetcher import ReplicaFetcherManager
 
@@ -59,7 +60,7 @@ class BrokerMetrics:
     gives the BrokerState gauge."""
 
     def __init__(self, services: BrokerServices, reactor, is_shutting_down: Callable[[], bool],
-                 fetchers: ReplicaFetcherManager | None = None):
+                 fetchers: ReplicaFetcherManager | None = None, connections: ConnectionQuotas | None = None):
         self.services = services
         self.reactor = reactor
         self.is_shutting_down = is_shutting_down
@@ -88,6 +89,8 @@ class BrokerMetrics:
         self.registry.add_source(self._groups, "GroupMetadataManager")
         if services.quotas is not None:
             self.registry.add_source(services.quotas.readings, "ClientQuotas")
+        if connections is not None:
+            self.registry.add_source(connections.readings, "ConnectionQuotas")
 
     # -- the endpoint -------------------------------------------------------------------
 
@@ -234,8 +237,9 @@ class BrokerMetrics:
 
 
 async def start_metrics(services: BrokerServices, reactor, is_shutting_down: Callable[[], bool],
-                        fetchers: ReplicaFetcherManager | None = None) -> BrokerMetrics:
+                        fetchers: ReplicaFetcherManager | None = None,
+                        connections: ConnectionQuotas | None = None) -> BrokerMetrics:
     """The server's one-line hook: build the broker's metrics and open the endpoint."""
-    metrics = BrokerMetrics(services, reactor, is_shutting_down, fetchers)
+    metrics = BrokerMetrics(services, reactor, is_shutting_down, fetchers, connections)
     await metrics.listen()
     return metrics

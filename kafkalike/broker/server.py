@@ -215,7 +215,8 @@ class KafkaServer:
         await self.scram_credentials.load_all()
         await self.socket_server.startup(self.services, self.scram_credentials.fetch)
         # The Prometheus endpoint, if kafkalike.metrics.port is set.
-        self.metrics = await start_metrics(self.services, self.reactor, lambda: self.shutting_down, self.fetchers)
+        self.metrics = await start_metrics(self.services, self.reactor, lambda: self.shutting_down, self.fetchers,
+                                           self.socket_server.quotas)
         self.zk.add_session_listener(self._on_session_event)
         await self._register()
         self._checkpoint_broker_metadata()

@@ -18,11 +18,13 @@ import socket
 import struct
 import subprocess
 import time
+import urllib.request
 
 import pytest
 
 from kafkalike.client.admin import AdminClient, AlterConfigOp, ConfigResource, ResourceType
 from kafkalike.lab.cluster import Cluster
+from kafkalike.lab.zookeeper import free_ports
 from kafkalike.protocol.api import encode_request
 from kafkalike.protocol.messages.api_versions import ApiVersionsRequest
 from tests.conftest import REPO_ROOT
@@ -141,7 +143,9 @@ def test_an_address_over_its_connection_creation_rate_is_held_then_closed(broker
 
 
 def test_over_max_connection_creation_rate_connections_are_answered_late_and_none_refused(zk_chroot, shm_path):
-    cluster = Cluster(zk_chroot, shm_path, 1, {"max.connection.creation.rate": "2"})
+    metrics_port = free_ports(1)[0]
+    cluster = Cluster(zk_chroot, shm_path, 1, {"max.connection.creation.rate": "2", "kafkalike.metrics.host": "127.0.0.1",
+                                               "kafkalike.metrics.port": str(metrics_port)})
     try:
         cluster.start()
         port = cluster.brokers[0].port
@@ -157,6 +161,11 @@ def test_over_max_connection_creation_rate_connections_are_answered_late_and_non
         held = connect(port)               # arrives while the listener is throttled...
         assert served(existing) and time.monotonic() - started < 0.3     # ...which old connections never are
         assert served(held)
+        scraped = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
+        series = dict(line.rsplit(" ", 1) for line in scraped.splitlines() if line.startswith("kafka_server_socket"))
+        assert float(series['kafka_server_socket_server_metrics_connection_accept_throttle_time{listener="PLAINTEXT"}']) > 0
+        assert float(series['kafka_server_socket_server_metrics_connection_count{listener="PLAINTEXT",'
+                            'networkProcessor="0"}']) >= 2          # the two open here, and the broker's own
         for sock in (existing, held):
             sock.close()
     finally:

@@ -252,3 +252,21 @@ async def test_on_a_tls_listener_a_refused_connection_ends_before_any_tls_is_spo
         await port.stopListening()
         for conn in list(port.factory.connections):
             conn.transport.abortConnection()
+
+
+def test_the_socket_server_metrics_count_connections_rates_and_throttles():
+    quotas, clock, _, _ = quotas_of(**{"max.connection.creation.rate": "1"})
+    quotas.set_ip_connection_rate("10.0.0.7", 100)
+    for i in range(11):                        # the 11th is delayed (1 s, the longest)
+        Conn(quotas, f"10.0.1.{i}")
+    clock.advance(1.5)
+
+    def value(attribute: str, listener: str | None = "CLIENTS") -> float:
+        return next(r.value for r in quotas.readings() if r.name.name == attribute
+                    and (listener is None or ("listener", listener) in r.name.tags))
+    assert value("connection-count") == 11 and value("connection-count", "PLAINTEXT") == 0
+    assert value("connection-accept-rate") == 11 / 10.5      # at least ten windows, plus the half elapsed
+    assert value("connection-accept-throttle-time") == 1000
+    assert value("broker-connection-accept-rate", None) == 11 / 10.5
+    names = {r.name.name for r in quotas.readings()}
+    assert "ip-connection-accept-throttle-time" in names
