@@ -334,7 +334,6 @@ class KafkaServer:
         every(cfg.get("log.retention.check.interval.ms"), self.log_manager.cleanup_logs)
         self.alter_log_dirs.start()           # resumes moves found at start-up once their partitions are made
         every(60_000, self.quotas.expire)     # quota sensors of clients idle for an hour
-        every(60_000, self.socket_server.quotas.expire)
         every(cfg.get("replica.lag.time.max.ms") // 2, self.replica_manager.shrink_isrs)
         every(cfg.get("log.flush.scheduler.interval.ms"),
               lambda: threads.deferToThread(self.log_manager.flush_dirty_logs))

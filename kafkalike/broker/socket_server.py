@@ -55,13 +55,18 @@ class SocketServer:
         for ep in self.config.listeners:
             await self._open(ep)
         idle_ms = self.config.get("connections.max.idle.ms")
-        if idle_ms >= 0:         # negative: never
-            self._idle_check = task.LoopingCall(self.close_idle_connections)
-            self._idle_check.clock = self.reactor
-            self._idle_check.start(min(max(idle_ms / 10_000, 0.1), 10.0), now=False)
+        self._idle_check = task.LoopingCall(self._housekeeping)
+        self._idle_check.clock = self.reactor
+        self._idle_check.start(min(max(idle_ms / 10_000, 0.1), 10.0) if idle_ms >= 0 else 10.0, now=False)
+
+    def _housekeeping(self) -> None:
+        self.close_idle_connections()
+        self.quotas.expire()           # the rates of addresses gone quiet
 
     def close_idle_connections(self) -> None:
         idle_ms = self.config.get("connections.max.idle.ms")
+        if idle_ms < 0:                # negative: never
+            return
         now = time.monotonic()
         for port in self.ports:
             for conn in list(port.factory.connections):
