@@ -347,6 +347,11 @@ class AdminManager:
             raise invalid_config_value("BROKER", name, exc) from None
         if validate_only:
             return
+        if per_broker:
+            try:
+                self.dynamic.reload_updated_files(new)     # store files replaced at the same path
+            except ValueError as exc:
+                raise invalid_config_value("BROKER", name, exc) from None
         loggable = ",".join(f"{k} -> {'[hidden]' if self.dynamic.is_sensitive(k) else v}" for k, v in new.items())
         if per_broker:
             log.info("Updating broker %d with new configuration : %s", broker_id, loggable)

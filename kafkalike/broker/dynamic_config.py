@@ -355,6 +355,7 @@ class DynamicBrokerConfig:
         self.broker_id = config.broker_id if broker_id is None else broker_id
         self._reconfigurables: list[tuple[frozenset[str] | None, Reconfigurable]] = []
         self._validators: list[Callable[[KafkaConfig, KafkaConfig], None]] = []
+        self._file_reloaders: list[Callable[[KafkaConfig], None]] = []
         self._encoder = PasswordEncoder.from_configs({k: config.get(k) for k in (
             "password.encoder.secret", "password.encoder.keyfactory.algorithm", "password.encoder.cipher.algorithm",
             "password.encoder.key.length", "password.encoder.iterations")})
@@ -365,6 +366,23 @@ class DynamicBrokerConfig:
         """A part's validateReconfiguration: check(current, proposed) raises ConfigError to
         refuse an AlterConfigs before anything is written."""
         self._validators.append(check)
+
+    def add_file_reloader(self, reload: Callable[[KafkaConfig], None]) -> None:
+        """A part that reads files its config names (a listener's stores): reload(proposed)
+        rereads those that changed on disk although their keys did not."""
+        self._file_reloaders.append(reload)
+
+    def reload_updated_files(self, props: Mapping[str, str]) -> None:
+        """Kafka's reloadUpdatedFilesWithoutConfigChange, before a per-broker AlterConfigs is
+        written: `props` is the broker's new level. Raises ConfigError if a changed file is
+        refused."""
+        merged = KafkaConfig(self.config.merged_props(self.config.dynamic_default, props),
+                             hostname=self.config._hostname)
+        try:
+            for reload in self._file_reloaders:
+                reload(merged)
+        except ConfigError as exc:
+            raise reconfiguration_error(exc) from None
 
     def add_reconfigurable(self, keys: Iterable[str] | None, callback: Reconfigurable) -> None:
         """callback(changed names) after a change of any of `keys` (None: of anything)."""

@@ -30,7 +30,6 @@ from kafkalike.broker.metadata_cache import MetadataCache
 from kafkalike.broker.metrics import BrokerMetrics, start_metrics
 from kafkalike.broker.security.credentials import ScramCredentialCache
 from kafkalike.broker.security.listener import inter_broker_client_security
-from kafkalike.broker.security.store_updates import check_store_update
 from kafkalike.broker.socket_server import SocketServer
 from kafkalike.common import outbound
 from kafkalike.broker.registry import BrokerEpochs, BrokerServices, load_handlers
@@ -373,8 +372,10 @@ class KafkaServer:
         self.dynamic_config.add_reconfigurable(LISTENER_CONFIGS, self._listeners_changed)
         # Connection caps and rates are read as connections arrive; a change lets waiting ones in.
         self.dynamic_config.add_reconfigurable(None, self.socket_server.quotas.reconfigured)
-        self.dynamic_config.add_validator(check_store_update)     # listeners' keystores and truststores
+        # Listeners' keystores and truststores (security/store_updates.py).
+        self.dynamic_config.add_validator(self.socket_server.validate_stores)
         self.dynamic_config.add_reconfigurable(None, self.socket_server.reload_stores)
+        self.dynamic_config.add_file_reloader(self.socket_server.reload_changed_files)
 
     async def _on_config_written(self, entity_type: str, name: str) -> None:
         """The admin manager wrote a config here: apply it at once rather than on the

@@ -21,7 +21,8 @@ from kafkalike.broker.network import listening_factory
 from kafkalike.broker.config import ConfigError
 from kafkalike.broker.security.listener import (ListenerSecurity, all_listener_security,
                                                 inter_broker_client_security, listener_security)
-from kafkalike.broker.security.store_updates import listeners_with_new_stores
+from kafkalike.broker.security.store_updates import (LoadedStores, changed_keys, check_new_stores, listeners_named,
+                                                      tls_listeners)
 from kafkalike.common import outbound
 from kafkalike.zkdata import EndPoint
 
@@ -41,6 +42,8 @@ class SocketServer:
         self.config = config
         self.reactor = reactor
         self.security: dict[str, ListenerSecurity] = all_listener_security(config)   # raises ConfigError
+        # What each TLS listener serves, to check a new keystore against (store_updates.py).
+        self._stores: dict[str, LoadedStores] = {name: LoadedStores.read(config, name) for name in tls_listeners(config)}
         self.ports: list = []
         self.quotas = ConnectionQuotas(config, config.inter_broker_listener_name, reactor)
         self.advertised = config.advertised_listeners
@@ -114,27 +117,49 @@ class SocketServer:
         if added:
             log.info("Adding data-plane listeners for endpoints %s", ",".join(e.connection_string for e in added))
             self.security = all_listener_security(self.config)
+            self._stores = {name: LoadedStores.read(self.config, name) for name in tls_listeners(self.config)}
             self._attach_credentials()
         for ep in added:
             await self._open(ep)
         self.advertised = self.config.advertised_listeners
 
+    # -- keystores and truststores updated live (security/store_updates.py) -----------------
+
+    def validate_stores(self, current: KafkaConfig, proposed: KafkaConfig) -> None:
+        """The DynamicBrokerConfig validator: new store keys are checked against what is served."""
+        for name in listeners_named(changed_keys(current, proposed), proposed):
+            if name in self._stores:
+                check_new_stores(self._stores[name], proposed, name)
+
     def reload_stores(self, changed: set[str]) -> None:
-        """A listener's keystore or truststore keys changed (security/store_updates.py, checked
-        before they were written): its new connections get the new stores."""
-        for name in listeners_with_new_stores(changed, self.config):
-            security = self.security.get(name)
-            if security is None or security.tls is None:
-                continue
-            try:
-                fresh = listener_security(self.config, name, security.protocol)
-                if name == self.config.inter_broker_listener_name:
-                    outbound.set_default_security(inter_broker_client_security(self.config))
-            except ConfigError as exc:
-                log.error("The keystore and truststore of listener %s were not reloaded: %s", name, exc)
-                continue
-            security.tls.context = fresh.tls.context
-            log.info("Reloaded the keystore and truststore of listener %s", name)
+        """After the change is applied: listeners given new store keys get new contexts."""
+        for name in listeners_named(changed, self.config):
+            self._reload(name)
+
+    def reload_changed_files(self, proposed: KafkaConfig) -> None:
+        """Store files replaced at the same path: checked (ConfigError refuses the AlterConfigs
+        that asked) and reloaded, for listeners whose store keys the change leaves as they are."""
+        renamed = listeners_named(changed_keys(self.config, proposed), proposed)
+        for name, serving in self._stores.items():
+            if name not in renamed and serving.files_changed(proposed, name):
+                check_new_stores(serving, proposed, name)
+                self._reload(name)
+
+    def _reload(self, name: str) -> None:
+        security = self.security.get(name)
+        if security is None or security.tls is None:
+            return
+        try:
+            fresh = listener_security(self.config, name, security.protocol)
+            stores = LoadedStores.read(self.config, name)
+            if name == self.config.inter_broker_listener_name:
+                outbound.set_default_security(inter_broker_client_security(self.config))
+        except ConfigError as exc:
+            log.error("The keystore and truststore of listener %s were not reloaded: %s", name, exc)
+            return
+        security.tls.context = fresh.tls.context
+        self._stores[name] = stores
+        log.info("Reloaded the keystore and truststore of listener %s", name)
 
     def endpoints(self) -> tuple[EndPoint, ...]:
         """The advertised endpoints, a port of 0 replaced by the port its listener bound."""

@@ -5,18 +5,24 @@ can be rotated without a restart:
         --entity-type brokers --entity-name 0 --alter \
         --add-config listener.name.ssl.ssl.keystore.location=/etc/kafka/broker-2027.p12
 
-Only the listener-prefixed keys are dynamic, per broker, as in Kafka. Before anything is
-written the update is checked as Kafka's SslFactory checks it: the new stores must load
-and the key match its certificate; the new certificate must keep the old one's subject
-and at least its subject alternative names (a client verifying the broker's name must not
-notice); on the inter-broker listener it must also be trusted by that listener's
-truststore, or the brokers could not talk to each other. Once applied, new connections get
-the new certificate; connections already open keep the session they have. The broker's
-own connections to the inter-broker listener take the new stores too.
+Only the listener-prefixed keys are dynamic, per broker, as in Kafka. A store file replaced
+at the same path is reloaded the same way: alter the key to the value it already has, and
+the broker reads again the files that changed since it loaded them (Kafka's
+reloadUpdatedFilesWithoutConfigChange).
+
+Before anything is written the new stores are checked as Kafka's SslFactory checks them,
+against the certificate the listener serves now: the stores must load and the key match
+its certificate; the new certificate must keep the subject and at least the subject
+alternative names (a client verifying the broker's name must not notice); on the
+inter-broker listener it must also be trusted by that listener's truststore, or the
+brokers could not talk to each other. Once applied, new connections get the new
+certificate; connections already open keep the session they have.
 """
 from __future__ import annotations
 
+import os
 import re
+from dataclasses import dataclass
 from typing import Iterable
 
 from cryptography import x509
@@ -30,38 +36,73 @@ from kafkalike.common.keystores import KeyMaterial, KeystoreError, load_keystore
 
 _PREFIXED = re.compile(r"listener\.name\.([^.]+)\.(.+)\Z")
 SSL_PROTOCOLS = ("SSL", "SASL_SSL")
+_FILES = ("ssl.keystore.location", "ssl.truststore.location")
 
 
-def listeners_with_new_stores(names: Iterable[str], config: KafkaConfig) -> list[str]:
-    """The TLS listeners (as `listeners` names them) that changed keystore or truststore keys name."""
+@dataclass(frozen=True)
+class LoadedStores:
+    """What a TLS listener serves: its keystore's material (None: no keystore) and the
+    (path, modification time, size) of its store files when they were read."""
+
+    material: KeyMaterial | None
+    files: tuple
+
+    @classmethod
+    def read(cls, config: KafkaConfig, listener: str) -> "LoadedStores":
+        lc = ListenerConfig(config, listener)
+        return cls(load_keystore(lc), _file_stamps(lc))
+
+    def files_changed(self, config: KafkaConfig, listener: str) -> bool:
+        return _file_stamps(ListenerConfig(config, listener)) != self.files
+
+
+def _file_stamps(lc: ListenerConfig) -> tuple:
+    stamps = []
+    for key in _FILES:
+        path = lc.get(key)
+        if path:
+            try:
+                st = os.stat(path)
+                stamps.append((path, st.st_mtime_ns, st.st_size))
+            except OSError:
+                stamps.append((path, None, None))
+    return tuple(stamps)
+
+
+def tls_listeners(config: KafkaConfig) -> list[str]:
+    return [ep.listener_name for ep in config.listeners if ep.security_protocol in SSL_PROTOCOLS]
+
+
+def listeners_named(names: Iterable[str], config: KafkaConfig) -> set[str]:
+    """The TLS listeners (as `listeners` names them) whose keystore or truststore keys are among `names`."""
     touched = set()
     for name in names:
         match = _PREFIXED.match(name)
         if match and match.group(2) in SECURITY_CONFIGS:
             touched.add(match.group(1))
-    return [ep.listener_name for ep in config.listeners
-            if ep.listener_name.lower() in touched and ep.security_protocol in SSL_PROTOCOLS]
+    return {name for name in tls_listeners(config) if name.lower() in touched}
 
 
-def check_store_update(current: KafkaConfig, proposed: KafkaConfig) -> None:
-    """The validator of an AlterConfigs that changes a listener's stores; ConfigError refuses it."""
-    changed = {k for k in set(current.originals) | set(proposed.originals)
-               if current.originals.get(k) != proposed.originals.get(k)}
-    for listener in listeners_with_new_stores(changed, proposed):
-        before, after = ListenerConfig(current, listener), ListenerConfig(proposed, listener)
-        try:
-            build_context(after, server=True)
-            old_material, new_material = load_keystore(before), load_keystore(after)
-            trusted = load_truststore(after)
-        except (ConfigError, KeystoreError) as exc:
-            raise _failed(exc) from None
-        if old_material is not None and new_material is not None:
-            _ensure_compatible(old_material, new_material)
-        if listener == proposed.inter_broker_listener_name and trusted is not None and new_material is not None:
-            _ensure_trusted(listener, new_material, trusted)
+def changed_keys(current: KafkaConfig, proposed: KafkaConfig) -> set[str]:
+    return {k for k in set(current.originals) | set(proposed.originals)
+            if current.originals.get(k) != proposed.originals.get(k)}
 
 
-def _failed(cause: Exception) -> ConfigError:
+def check_new_stores(serving: LoadedStores, proposed: KafkaConfig, listener: str) -> None:
+    """Kafka's SslFactory.validateReconfiguration for one listener; ConfigError refuses it."""
+    lc = ListenerConfig(proposed, listener)
+    try:
+        build_context(lc, server=True)
+        material, trusted = load_keystore(lc), load_truststore(lc)
+    except (ConfigError, KeystoreError) as exc:
+        raise _failed(exc) from None
+    if serving.material is not None and material is not None:
+        _ensure_compatible(serving.material, material)
+    if listener == proposed.inter_broker_listener_name and trusted is not None and material is not None:
+        _ensure_trusted(listener, material, trusted)
+
+
+def _failed(cause: object) -> ConfigError:
     return ConfigError(f"Validation of dynamic config update of SSLFactory failed: {cause}")
 
 
