@@ -49,7 +49,7 @@ class SocketServer:
         self.advertised = config.advertised_listeners
         self._services: BrokerServices | None = None
         self._credentials: Callable | None = None
-        self._idle_check: task.LoopingCall | None = None
+        self._housekeeping_loop: task.LoopingCall | None = None
 
     async def startup(self, services: BrokerServices, credentials: Callable) -> None:
         """Open every listener; SCRAM logins read `credentials` (the broker's cache)."""
@@ -58,9 +58,9 @@ class SocketServer:
         for ep in self.config.listeners:
             await self._open(ep)
         idle_ms = self.config.get("connections.max.idle.ms")
-        self._idle_check = task.LoopingCall(self._housekeeping)
-        self._idle_check.clock = self.reactor
-        self._idle_check.start(min(max(idle_ms / 10_000, 0.1), 10.0) if idle_ms >= 0 else 10.0, now=False)
+        self._housekeeping_loop = task.LoopingCall(self._housekeeping)
+        self._housekeeping_loop.clock = self.reactor
+        self._housekeeping_loop.start(min(max(idle_ms / 10_000, 0.1), 10.0) if idle_ms >= 0 else 10.0, now=False)
 
     def _housekeeping(self) -> None:
         self.close_idle_connections()
@@ -75,8 +75,8 @@ class SocketServer:
             for conn in list(port.factory.connections):
                 idle_for = (now - conn.last_active) * 1000
                 if idle_for > idle_ms:
-                    selector_log.debug("About to close the idle connection from %s due to being idle for %d millis",
-                              conn.connection_id, idle_for)
+                    selector_log.debug("About to close the idle connection from %s due to being idle for "
+                                       "%d millis", conn.connection_id, idle_for)
                     conn.close()
 
     def _attach_credentials(self) -> None:
@@ -168,8 +168,8 @@ class SocketServer:
                               ep.security_protocol) for ep in self.advertised)
 
     async def stop_accepting(self) -> None:
-        if self._idle_check is not None and self._idle_check.running:
-            self._idle_check.stop()
+        if self._housekeeping_loop is not None and self._housekeeping_loop.running:
+            self._housekeeping_loop.stop()
         for port in self.ports:
             self.quotas.remove_port(port.factory.listener_name)     # never to be started again
             await port.stopListening()
