@@ -21,7 +21,7 @@ from kafkalike.zkdata.security import ZkSecurity, ZkSecurityError
 ZK_TIMEOUT_SECONDS = 30.0  # the tools' ZooKeeper session and connection timeouts
 
 
-def _quiet_logger() -> logging.Logger:
+def quiet_kazoo_logger() -> logging.Logger:
     """kazoo's connection chatter would land on stderr; Kafka's tools log only WARN and up of their own."""
     logger = logging.getLogger(f"{__name__}.kazoo")
     if not logger.handlers:
@@ -41,7 +41,7 @@ class ZooKeeperTool:
             java_class, _, message = str(error).partition(": ")
             raise JavaError(java_class, message) from None
         try:
-            self.zk = KazooClient(hosts=connect, timeout=timeout, logger=_quiet_logger(),
+            self.zk = KazooClient(hosts=connect, timeout=timeout, logger=quiet_kazoo_logger(),
                                   default_acl=self.security.acls("/"), **self.security.kazoo_options())
         except ValueError as error:
             raise JavaError(ILLEGAL_ARGUMENT, str(error)) from None

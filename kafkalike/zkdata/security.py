@@ -59,7 +59,7 @@ class ZkSecurity:
     def from_system(cls, set_acl: bool, env: Mapping[str, str] = os.environ) -> "ZkSecurity":
         """What KafkaServer.initZkClient decides from zookeeper.set.acl and the JVM's properties."""
         props = system_properties(env)
-        login = _sasl_login(props)
+        login = sasl_login(props)
         if set_acl and login is None:
             raise ZkSecurityError(
                 "java.lang.SecurityException: zookeeper.set.acl is true, but ZooKeeper client TLS configuration "
@@ -72,7 +72,7 @@ class ZkSecurity:
     def for_tools(cls, env: Mapping[str, str] = os.environ) -> "ZkSecurity":
         """The tools' --zookeeper client: secure ACLs whenever it logs in with SASL, as
         TopicCommand and ConfigCommand create KafkaZkClient(isSecure = JaasUtils.isZkSaslEnabled)."""
-        login = _sasl_login(system_properties(env))
+        login = sasl_login(system_properties(env))
         return cls(login is not None, login)
 
     def kazoo_options(self) -> dict:
@@ -93,7 +93,7 @@ class ZkSecurity:
 NO_SECURITY = ZkSecurity()
 
 
-def _sasl_login(props: Mapping[str, str]) -> tuple[str, str] | None:
+def sasl_login(props: Mapping[str, str]) -> tuple[str, str] | None:
     """JaasUtils.isZkSaslEnabled, and the credentials of the section it finds."""
     path = props.get(LOGIN_CONFIG)
     if not path:

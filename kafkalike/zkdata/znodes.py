@@ -459,3 +459,11 @@ PERSISTENT_ZK_PATHS: tuple[str, ...] = (
     ProducerIdBlockZNode.PATH,
     LogDirEventNotificationZNode.PATH,
 ) + tuple(ConfigEntityTypeZNode.path(t) for t in ConfigType.ALL)
+
+# The roots whose trees zookeeper-security-migration.sh sets ACLs on (ZkData.SecureRootPaths):
+# Kafka's own, and the AclAuthorizer's stores and their change notifications.
+SECURE_ROOT_PATHS: tuple[str, ...] = (
+    "/admin", "/brokers", "/cluster", "/config", ControllerZNode.PATH, ControllerEpochZNode.PATH,
+    IsrChangeNotificationZNode.PATH, ProducerIdBlockZNode.PATH, LogDirEventNotificationZNode.PATH,
+    "/delegation_token", "/kafka-acl-extended", FeatureZNode.PATH,
+    "/kafka-acl", "/kafka-acl-changes", "/kafka-acl-extended-changes")

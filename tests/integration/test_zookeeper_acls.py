@@ -180,3 +180,58 @@ def test_secure_acls_without_a_login_refuse_to_start(sasl_zookeeper, cluster_dir
                "zookeeper.sasl.clientconfig=default:Client]" in server_log
     finally:
         cluster.kill()
+
+
+def test_the_migration_tool_secures_an_open_cluster_and_opens_it_again(sasl_zookeeper, cluster_dir, monkeypatch):
+    """zookeeper-security-migration.sh, the step after the brokers log in: the znodes made
+    before zookeeper.set.acl (open to all) become the login's, world-readable except the
+    sensitive ones, down to every partition's state; the brokers, logged in as that user,
+    go on changing them; --zookeeper.acl=unsecure opens them again."""
+    jaas = client_jaas(cluster_dir / "c.conf", "kafka-secret")
+    monkeypatch.setenv("KAFKA_OPTS", f"-Djava.security.auth.login.config={jaas}")
+    connect = sasl_zookeeper.connect_string + "/migrate"
+    cluster = Cluster(connect, cluster_dir / "brokers", 1)       # logged in, but creating open znodes
+    stranger = KazooClient(hosts=connect)
+    tool = str(REPO / "bin" / "zookeeper-security-migration.sh")
+    env = {"PYTHON": sys.executable, "PATH": "/usr/bin:/bin", "KAFKA_OPTS": os.environ["KAFKA_OPTS"]}
+    all_perms, read = 31, 1
+    owned = {("sasl", "kafka", all_perms), ("world", "anyone", read)}
+    try:
+        cluster.start()
+        with AdminClient({"bootstrap.servers": cluster.bootstrap}) as admin:
+            admin.create_topics([NewTopic("before", 2, 1)])
+        stranger.start(15)
+        state = "/brokers/topics/before/partitions/1/state"
+        assert acl_ids(stranger, state) == {("world", "anyone", all_perms)}
+        done = subprocess.run([tool, "--zookeeper.acl", "secure", "--zookeeper.connect", connect],
+                              capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stderr
+        for path in ("/", "/brokers/topics/before", state, "/brokers/ids/0", "/controller", "/cluster/id"):
+            assert acl_ids(stranger, path) == owned, path
+        with pytest.raises(NoAuthError):
+            stranger.set("/brokers/topics/before", b"{}")
+        with pytest.raises(NoAuthError):
+            stranger.get_children("/config/users")                   # sensitive: the owner's alone
+        with AdminClient({"bootstrap.servers": cluster.bootstrap}) as admin:
+            admin.create_topics([NewTopic("after", 1, 1)])            # the brokers still own their state
+        done = subprocess.run([tool, "--zookeeper.acl", "unsecure", "--zookeeper.connect", connect],
+                              capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stderr
+        for path in (state, "/brokers/topics/after", "/config/users"):
+            assert acl_ids(stranger, path) == {("world", "anyone", all_perms)}, path
+        # Without a login the tool refuses, as Kafka's; --enable.path.check stops on a wrong chroot.
+        refused = subprocess.run([tool, "--zookeeper.acl", "secure", "--zookeeper.connect", connect],
+                                 capture_output=True, text=True, timeout=60, env={**env, "KAFKA_OPTS": ""})
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("ERROR: No JAAS configuration file has been specified")
+        wrong = subprocess.run([tool, "--zookeeper.acl", "secure", "--enable.path.check", "--zookeeper.connect",
+                                sasl_zookeeper.connect_string + "/nothing-here"],
+                               capture_output=True, text=True, timeout=60, env=env)
+        assert wrong.returncode == 1
+        assert wrong.stdout.startswith("Warning: The following secure root paths do not exist in ZooKeeper: "
+                                       "/admin,/brokers,/cluster,/config,/controller,")
+        assert wrong.stdout.endswith("Exit the command.\n")
+    finally:
+        stranger.stop()
+        stranger.close()
+        cluster.kill()
