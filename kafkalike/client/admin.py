@@ -368,6 +368,16 @@ class AdminClient:
             return ClusterDescription(self._cluster_id, self._controller_id, tuple(self._brokers.values()))
         return self._call("describeCluster", attempt)
 
+    def unregister_broker(self, broker_id: int) -> None:
+        """Java's unregisterBroker (KIP-631): KRaft's UnregisterBroker, which a ZooKeeper-mode
+        cluster (Kafka 2.8's and kafkalike's) does not offer; kafkalike's client, which speaks
+        the ZooKeeper-mode protocol, reports UNSUPPORTED_VERSION for it as Java's does there."""
+        def attempt(deadline: float) -> None:
+            self._any_connection(deadline)
+            raise KafkaAdminError(ErrorCode.UNSUPPORTED_VERSION,
+                                  f"The broker does not support UNREGISTER_BROKER (broker {broker_id} stays registered)")
+        self._call("unregisterBroker", attempt)
+
     def controller_id(self) -> int:
         """The controller's broker id, or -1 while the cluster has none."""
         def attempt(deadline: float) -> int:
