@@ -21,12 +21,11 @@ from typing import Sequence, TextIO
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
-from kazoo.handlers.threading import KazooTimeoutError
 
 from kafkalike.cli import command_default
 from kafkalike.cli.joptions import ILLEGAL_ARGUMENT, JavaError, Option, UsageError
 from kafkalike.cli.tool_main import run_tool
-from kafkalike.cli.zookeeper_tool import quiet_kazoo_logger
+from kafkalike.cli.zookeeper_tool import ZooKeeperTool
 from kafkalike.zkdata.security import LOGIN_CONFIG, ZkSecurity, ZkSecurityError, sasl_login, system_properties
 from kafkalike.zkdata.znodes import ControllerZNode, SECURE_ROOT_PATHS
 
@@ -129,21 +128,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         if mode not in ("secure", "unsecure"):
             raise UsageError(USAGE)
         security = ZkSecurity(mode == "secure", login)
-        timeout = (opts.number("zookeeper.connection.timeout") or 30000) / 1000
-        zk = KazooClient(hosts=opts.value("zookeeper.connect") or "localhost:2181",
-                         timeout=(opts.number("zookeeper.session.timeout") or 30000) / 1000,
-                         logger=quiet_kazoo_logger(), **security.kazoo_options())
+        session = ZooKeeperTool(opts.value("zookeeper.connect") or "localhost:2181", out,
+                                (opts.number("zookeeper.connection.timeout") or 30000) / 1000, security,
+                                (opts.number("zookeeper.session.timeout") or 30000) / 1000)
         try:
-            zk.start(timeout=timeout)
-        except KazooTimeoutError:
-            zk.close()
-            raise JavaError("kafka.zookeeper.ZooKeeperClientTimeoutException",
-                            "Timed out waiting for connection while in state: CONNECTING") from None
-        try:
-            return Migrator(zk, security, out).run(opts.has("enable.path.check"))
+            return Migrator(session.zk, security, out).run(opts.has("enable.path.check"))
         finally:
-            zk.stop()
-            zk.close()
+            session.close()
 
     def printing_stack_traces() -> int:
         """ZkSecurityMigrator.main catches what run throws, prints its stack trace, exits 1."""

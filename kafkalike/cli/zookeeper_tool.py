@@ -21,7 +21,7 @@ from kafkalike.zkdata.security import ZkSecurity, ZkSecurityError
 ZK_TIMEOUT_SECONDS = 30.0  # the tools' ZooKeeper session and connection timeouts
 
 
-def quiet_kazoo_logger() -> logging.Logger:
+def _quiet_logger() -> logging.Logger:
     """kazoo's connection chatter would land on stderr; Kafka's tools log only WARN and up of their own."""
     logger = logging.getLogger(f"{__name__}.kazoo")
     if not logger.handlers:
@@ -33,15 +33,16 @@ def quiet_kazoo_logger() -> logging.Logger:
 class ZooKeeperTool:
     """A started session on `connect`, or the JavaError the Java tool would have died with."""
 
-    def __init__(self, connect: str, out: TextIO, timeout: float = ZK_TIMEOUT_SECONDS) -> None:
+    def __init__(self, connect: str, out: TextIO, timeout: float = ZK_TIMEOUT_SECONDS,
+                 security: ZkSecurity | None = None, session_timeout: float | None = None) -> None:
         self.out = out
         try:
-            self.security = ZkSecurity.for_tools()
+            self.security = security or ZkSecurity.for_tools()
         except ZkSecurityError as error:
             java_class, _, message = str(error).partition(": ")
             raise JavaError(java_class, message) from None
         try:
-            self.zk = KazooClient(hosts=connect, timeout=timeout, logger=quiet_kazoo_logger(),
+            self.zk = KazooClient(hosts=connect, timeout=session_timeout or timeout, logger=_quiet_logger(),
                                   default_acl=self.security.acls("/"), **self.security.kazoo_options())
         except ValueError as error:
             raise JavaError(ILLEGAL_ARGUMENT, str(error)) from None
