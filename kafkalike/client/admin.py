@@ -22,6 +22,8 @@ from kafkalike.client.admin_types import (
     ConfigResource,
     ConfigSynonym,
     CreatedTopic,
+    FeatureMetadata,
+    FeatureUpdate,
     NewPartitions,
     NewTopic,
     PartitionInfo,
@@ -31,6 +33,8 @@ from kafkalike.client.admin_types import (
 )
 from kafkalike.client.security import ClientSecurity
 from kafkalike.client.connection import (
+    SOFTWARE_NAME,
+    SOFTWARE_VERSION,
     BrokerConnection,
     KafkaConnectionError,
     UnsupportedApiVersion,
@@ -54,6 +58,7 @@ from kafkalike.common.resources import ConfigSource, ResourceType
 from kafkalike.common.topics import INTERNAL_TOPICS
 from kafkalike.protocol.errors import ErrorCode, default_message, java_exception_name
 from kafkalike.protocol.messages.alter_configs import AlterConfigsRequest
+from kafkalike.protocol.messages.api_versions import ApiVersionsRequest
 from kafkalike.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from kafkalike.protocol.messages.create_acls import CreateAclsRequest
 from kafkalike.protocol.messages.create_partitions import CreatePartitionsRequest
@@ -75,6 +80,7 @@ from kafkalike.protocol.messages.metadata import MetadataRequest, MetadataRespon
 from kafkalike.protocol.messages.offset_commit import OffsetCommitRequest
 from kafkalike.protocol.messages.offset_delete import OffsetDeleteRequest
 from kafkalike.protocol.messages.offset_fetch import OffsetFetchRequest
+from kafkalike.protocol.messages.update_features import UpdateFeaturesRequest
 from kafkalike.protocol.types import ZERO_UUID
 
 log = logging.getLogger("kafkalike.client.admin")
@@ -367,6 +373,51 @@ class AdminClient:
             self._metadata([], deadline)
             return ClusterDescription(self._cluster_id, self._controller_id, tuple(self._brokers.values()))
         return self._call("describeCluster", attempt)
+
+    # -- features (KIP-584) ----------------------------------------------------------
+
+    def describe_features(self, from_controller: bool = False) -> FeatureMetadata:
+        """Java's describeFeatures: what ApiVersions v3+ tells of features, from any broker or
+        from the controller."""
+        def attempt(deadline: float) -> FeatureMetadata:
+            connection = self._controller_connection(deadline) if from_controller else self._any_connection(deadline)
+            response = self._send(connection, ApiVersionsRequest(client_software_name=SOFTWARE_NAME,
+                                                                 client_software_version=SOFTWARE_VERSION))
+            if response.error_code != ErrorCode.NONE:
+                raise KafkaAdminError(response.error_code)
+            return FeatureMetadata(
+                {f.name: (f.min_version, f.max_version) for f in response.supported_features or ()},
+                {f.name: (f.min_version_level, f.max_version_level) for f in response.finalized_features or ()},
+                response.finalized_features_epoch if response.finalized_features_epoch >= 0 else None)
+        return self._call("describeFeatures", attempt)
+
+    def update_features(self, updates: Mapping[str, FeatureUpdate]) -> dict[str, KafkaAdminError | None]:
+        """Java's updateFeatures, through the controller: each feature's outcome (None: done)."""
+        if not updates:
+            raise KafkaAdminError(ErrorCode.INVALID_REQUEST, "Feature updates can not be null or empty.")
+
+        def attempt(deadline: float) -> dict[str, KafkaAdminError | None]:
+            request = UpdateFeaturesRequest(timeout_ms=self._op_timeout_ms(deadline), feature_updates=[
+                UpdateFeaturesRequest.FeatureUpdateKey(feature=name, max_version_level=u.max_version_level,
+                                                       allow_downgrade=u.allow_downgrade)
+                for name, u in updates.items()])
+            response = self._send_to_controller(request, deadline)
+            self._retry_if_controller_moved([response.error_code])
+            if response.error_code != ErrorCode.NONE:
+                failure = KafkaAdminError(response.error_code, response.error_message)
+                return {name: failure for name in updates}
+            results = {r.feature: r for r in response.results}
+            out: dict[str, KafkaAdminError | None] = {}
+            for name in updates:
+                r = results.get(name)
+                if r is None:
+                    out[name] = KafkaAdminError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                                                f"Server response mentioned unknown feature {name}")
+                else:
+                    out[name] = None if r.error_code == ErrorCode.NONE else KafkaAdminError(r.error_code,
+                                                                                            r.error_message)
+            return out
+        return self._call("updateFeatures", attempt)
 
     def unregister_broker(self, broker_id: int) -> None:
         """Java's unregisterBroker (KIP-631): KRaft's UnregisterBroker, which a ZooKeeper-mode

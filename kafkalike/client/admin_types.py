@@ -101,6 +101,23 @@ class ClusterDescription:
 
 
 @dataclass(frozen=True)
+class FeatureMetadata:
+    """Java's FeatureMetadata (KIP-584): a broker's supported feature ranges, the finalized
+    ones the cluster agreed on, and their epoch (None: not known)."""
+    supported: Mapping[str, tuple[int, int]]          # name -> (min version, max version)
+    finalized: Mapping[str, tuple[int, int]]          # name -> (min level, max level)
+    finalized_epoch: int | None
+
+
+@dataclass(frozen=True)
+class FeatureUpdate:
+    """Java's FeatureUpdate: a new max version level; deleting a feature is level < 1 with
+    allow_downgrade."""
+    max_version_level: int
+    allow_downgrade: bool = False
+
+
+@dataclass(frozen=True)
 class CreatedTopic:
     name: str
     topic_id: uuid.UUID
