@@ -343,6 +343,7 @@ class ClientQuotas:
         self.fetch = ClientQuotaManager(FETCH, s.samples, s.window_s, s.consumer_default, clock=clock)
         self.request = ClientQuotaManager(REQUEST, s.samples, s.window_s, LONG_MAX,
                                           max_throttle_ms=s.window_s * 1000.0, clock=clock)
+        # Imported here: that module builds on ClientQuotaManager, defined above.
         from kafkalike.broker.controller_mutation_quota import (CONTROLLER_MUTATION_KEY,
                                                                 ControllerMutationQuotaManager)
         self.controller_mutation = ControllerMutationQuotaManager(s.controller_samples, s.controller_window_s, clock)
