@@ -24,6 +24,7 @@ import urllib.request
 import pytest
 
 from kafkalike.client.admin import AdminClient, AlterConfigOp, ConfigResource, ResourceType
+from kafkalike.client.producer import KafkaProducer
 from kafkalike.lab.cluster import Cluster
 from kafkalike.lab.zookeeper import free_ports
 from kafkalike.protocol.api import encode_request
@@ -194,6 +195,8 @@ def test_an_idle_connection_is_closed_and_a_client_connects_again(zk_chroot, shm
         producer = Producer({"bootstrap.servers": cluster.bootstrap, "log.connection.close": False})
         producer.produce("idle-topic", b"before")
         assert producer.flush(30) == 0
+        ours = KafkaProducer({"bootstrap.servers": cluster.bootstrap})
+        ours.send("idle-topic", b"ours before").get(30)
         for _ in range(10):                 # a request every half second keeps a connection open
             assert served(busy)
             time.sleep(0.5)
@@ -201,6 +204,8 @@ def test_an_idle_connection_is_closed_and_a_client_connects_again(zk_chroot, shm
         assert read_exactly(idle, 1) == b""   # closed by the broker after 2 s without traffic
         producer.produce("idle-topic", b"after")    # its connections were closed too; it reconnects
         assert producer.flush(30) == 0
+        ours.send("idle-topic", b"ours after").get(30)      # and so does kafkalike's own producer
+        ours.close()
         for sock in (idle, busy):
             sock.close()
     finally:
