@@ -35,6 +35,9 @@ case "$class" in
     kafka.admin.BrokerApiVersionsCommand) script=kafka-broker-api-versions.sh ;;
     kafka.admin.LeaderElectionCommand) script=kafka-leader-election.sh ;;
     kafka.admin.PreferredReplicaLeaderElectionCommand) script=kafka-preferred-replica-election.sh ;;
+    kafka.admin.FeatureCommand) script=kafka-features.sh ;;
+    kafka.admin.ZkSecurityMigrator) script=zookeeper-security-migration.sh ;;
+    kafka.tools.ClusterTool) script=kafka-cluster.sh ;;
     kafka.tools.DumpLogSegments) script=kafka-dump-log.sh ;;
     kafka.tools.ConsoleConsumer) script=kafka-console-consumer.sh ;;
     kafka.tools.ConsoleProducer) script=kafka-console-producer.sh ;;

@@ -36,6 +36,12 @@ def test_classes_run_their_tools(broker):
     assert done.returncode == 0 and '"partition":"runclass-0"' in done.stdout
     done = run("kafka.admin.BrokerApiVersionsCommand", "--bootstrap-server", broker.bootstrap)
     assert done.returncode == 0 and "\tProduce(0): 0 to 9 [usable: 9],\n" in done.stdout
+    done = run("kafka.tools.ClusterTool", "cluster-id", "--bootstrap-server", broker.bootstrap)
+    assert done.returncode == 0 and done.stdout.startswith("Cluster ID: "), done.stderr
+    done = run("kafka.admin.FeatureCommand", "--describe", "--bootstrap-server", broker.bootstrap)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    done = run("kafka.admin.ZkSecurityMigrator", "--zookeeper.acl", "secure")
+    assert done.returncode == 1 and done.stderr.startswith("ERROR: No JAAS configuration file has been specified")
 
 
 def test_unknown_class_fails_as_the_jvm_does():
