@@ -74,7 +74,6 @@ class ConnectionQuotas:
         self.clock = clock
         self.by_ip: Counter[str] = Counter()
         self.by_listener: Counter[str] = Counter()
-        self.total = 0
         self._ports: dict[str, object] = {}      # listener name -> its listening port
         self._paused: set[str] = set()
         self._counted: set[Admittee] = set()
@@ -91,6 +90,11 @@ class ConnectionQuotas:
         # rate delays, and IP rate throttles, per listener.
         self._listener_throttles: dict[str, ThrottleAvg] = {}
         self._ip_throttles: dict[str, ThrottleAvg] = {}
+
+    @property
+    def total(self) -> int:
+        """The broker's connections in all: those admitted and not yet closed."""
+        return len(self._counted)
 
     # -- listeners ---------------------------------------------------------------------
 
@@ -129,7 +133,6 @@ class ConnectionQuotas:
             if not self.by_ip[ip]:
                 del self.by_ip[ip]
             self.by_listener[listener] -= 1
-            self.total -= 1
         elif self._delayed.get(conn.listener_name) is conn:
             self._gone.add(conn)         # its listener still waits out the throttle, as Kafka's acceptor
         else:
@@ -212,7 +215,6 @@ class ConnectionQuotas:
         self._counted.add(conn)
         self.by_ip[ip] += 1
         self.by_listener[listener] += 1
-        self.total += 1
         conn.serve()
         self._update_accepting()
 
