@@ -66,3 +66,11 @@ def batches_on_disk(log_dir: Path, topic: str) -> list:
 
 def stored_codecs(log_dir: Path, topic: str) -> set[int]:
     return {b.compression_type for b in batches_on_disk(log_dir, topic)}
+
+
+def stored_as_librdkafka_sends(log_dir: Path, topic: str, codec: str) -> bool:
+    """librdkafka sends a batch uncompressed when compressing would not make it smaller (a
+    batch of one or two random binary records, as linger timing may cut them), and the
+    broker stores what it was sent; every other batch is stored in the producer's codec."""
+    stored = stored_codecs(log_dir, topic)
+    return CODEC_IDS[codec] in stored and stored <= {0, CODEC_IDS[codec]}
