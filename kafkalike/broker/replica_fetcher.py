@@ -57,6 +57,7 @@ class FetchState:
     leader_epoch: int
     in_sync: bool = False     # caught up with the leader's high watermark at the last answer
     lag: int = 0              # the leader's high watermark less our fetch offset, at the last answer
+    delayed_until: float = 0.0    # reactor time before which it is left out of fetches (an error)
 
 
 class ReplicaFetcher:
@@ -78,6 +79,7 @@ class ReplicaFetcher:
         self.max_bytes = cfg.get("replica.fetch.response.max.bytes")
         self.partition_max_bytes = cfg.get("replica.fetch.max.bytes")
         self.backoff_s = cfg.get("replica.fetch.backoff.ms") / 1000.0
+        self.request_timeout_s = cfg.get("replica.socket.timeout.ms") / 1000.0
         self.name = f"ReplicaFetcherThread-0-{leader_id}"
         self.session: FetchSessionHandler[TopicPartition, tuple] = FetchSessionHandler()
 
@@ -115,18 +117,25 @@ class ReplicaFetcher:
                                                            reactor, timeout=5)
                         self.conn.closed.addCallback(self._closed, self.conn)
                         _no_delay(self.conn)
-                    sent = {tp: s for tp, s in self.partitions.items() if not self._held_back(tp, s)}
-                    if not sent:      # every partition waits for the throttle (Kafka backs off too)
+                    now = reactor.seconds()
+                    sent = {tp: s for tp, s in self.partitions.items()
+                            if s.delayed_until <= now and not self._held_back(tp, s)}
+                    if not sent:      # every partition waits out an error or the throttle (as Kafka's)
                         await task.deferLater(reactor, self.backoff_s, lambda: None)
                         continue
                     data = self._session_request(sent)
-                    response = await self.conn.request(self._request(data), FETCH_VERSION)
+                    # Kafka's replica.socket.timeout.ms: an answer lost on the way (the leader cut
+                    # off, then back) must not hold every partition of this fetcher for good.
+                    response = await self.conn.request(self._request(data), FETCH_VERSION).addTimeout(
+                        self.request_timeout_s, reactor)
                 except Exception as exc:
                     if self.stopped:
                         return
                     self.session.handle_error()
                     log.warning("[%s] Error in fetch from broker %d at %s:%d: %s", self.name,
-                                self.leader_id, self.host, self.port, exc)
+                                self.leader_id, self.host, self.port, exc or type(exc).__name__)
+                    if self.conn is not None:
+                        self.conn.close()
                     self.conn = None
                     await task.deferLater(reactor, self.backoff_s, lambda: None)
                     continue
@@ -138,8 +147,7 @@ class ReplicaFetcher:
                                  "epoch=%d): %s.", self.name, self.leader_id, data.session_id, data.epoch,
                                  ErrorCode(response.error_code).name)
                     continue          # the next fetch is a full one
-                if self._process(sent, response):
-                    await task.deferLater(reactor, self.backoff_s, lambda: None)
+                self._process(sent, response)
         finally:
             self.running = False
 
@@ -177,10 +185,12 @@ class ReplicaFetcher:
                             forgotten_topics_data=[FetchRequest.ForgottenTopic(topic=t, partitions=ps)
                                                    for t, ps in forgotten.items()])
 
-    def _process(self, sent, response) -> bool:
-        """Apply one fetch response; True when the fetcher should back off."""
+    def _process(self, sent, response) -> None:
+        """Apply one fetch response. A partition answered with an error sits out
+        replica.fetch.backoff.ms while the others keep fetching, as in Kafka: one partition
+        the leader no longer hosts (a topic deleted while this broker was away) must not
+        slow the rest below the pace that keeps them in the ISR."""
         rm = self.replicas
-        backoff = False
         for topic_resp in response.responses:
             for pr in topic_resp.partition_responses:
                 tp = (topic_resp.topic, pr.partition)
@@ -192,20 +202,24 @@ class ReplicaFetcher:
                 try:
                     if error == ErrorCode.NONE:
                         self._apply(tp, part, state, pr)
+                        continue
                     elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
                         self._out_of_range(tp, part, state, pr)
+                        continue
+                    elif error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                        log.warning("[%s] Received UNKNOWN_TOPIC_OR_PARTITION from the leader for partition %s-%d. "
+                                    "This error may be returned transiently when the partition is being created or "
+                                    "deleted, but it is not expected to persist.", self.name, *tp)
                     elif error in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                                   ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_LEADER_EPOCH):
+                                   ErrorCode.UNKNOWN_LEADER_EPOCH):
                         # The leader moved or does not know yet: wait for the controller.
-                        backoff = True
+                        log.debug("[%s] Remote broker answered %s for partition %s-%d", self.name, error.name, *tp)
                     else:
                         log.warning("[%s] Error for partition %s-%d at offset %d: %s", self.name,
                                     tp[0], tp[1], state.fetch_offset, error.name)
-                        backoff = True
                 except Exception:
                     log.exception("[%s] Unexpected error processing %s-%d", self.name, *tp)
-                    backoff = True
-        return backoff
+                state.delayed_until = self.reactor.seconds() + self.backoff_s
 
     def _apply(self, tp, part, state: FetchState, pr) -> None:
         log_ = part.log

@@ -17,7 +17,7 @@ from tests.unit.test_replication_connections import FakeConnector
 
 CONFIG = {"replica.fetch.wait.max.ms": 500, "replica.fetch.min.bytes": 1,
           "replica.fetch.response.max.bytes": 10 << 20, "replica.fetch.max.bytes": 1 << 20,
-          "replica.fetch.backoff.ms": 1000}
+          "replica.fetch.backoff.ms": 1000, "replica.socket.timeout.ms": 30000}
 
 
 class FakeQuota:

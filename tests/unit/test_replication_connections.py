@@ -51,7 +51,7 @@ class FakeConnector:
 
 CONFIG = {"replica.fetch.wait.max.ms": 500, "replica.fetch.min.bytes": 1,
           "replica.fetch.response.max.bytes": 10 << 20, "replica.fetch.max.bytes": 1 << 20,
-          "replica.fetch.backoff.ms": 1000}
+          "replica.fetch.backoff.ms": 1000, "replica.socket.timeout.ms": 30000}
 
 
 def test_fetcher_reconnects_after_the_leader_closed_its_idle_connection(monkeypatch):
