@@ -432,6 +432,13 @@ class Sender(threading.Thread):
             log.warning("%sReceived invalid metadata error in produce request on partition %s due to %s. Going to "
                         "request metadata update now", self.log_prefix, batch.tp, f"{error.java_class}: {error}")
             self.metadata.request_update()
+        elif code == ErrorCode.REQUEST_TIMED_OUT:
+            # Past Java, which keeps its metadata here: the leader could not replicate in time,
+            # most often because it lost its followers, and may no longer lead without knowing
+            # it (cut off from ZooKeeper while clients still reach it). Metadata from the least
+            # loaded broker names the new leader; Java learns it only when a request of its own
+            # times out or at metadata.max.age.ms.
+            self.metadata.request_update()
         if error.retriable and batch.attempts < self.retries and \
                 now - batch.created < self.accumulator.delivery_timeout:
             log.warning("%sGot error produce response with correlation id %d on topic-partition %s, retrying (%d "

@@ -275,6 +275,22 @@ def test_not_leader_is_retried_after_a_metadata_refresh(cluster):
     assert c.values() == [b"warm", b"moved"]
 
 
+def test_a_request_timed_out_answer_refreshes_metadata_to_find_a_new_leader(cluster):
+    """A leader cut off from its followers (and from ZooKeeper) answers acks=all produces with
+    REQUEST_TIMED_OUT while still believing it leads: the producer asks for fresh metadata
+    then (past Java 2.8), so the next batches go to the leader the rest of the cluster chose."""
+    c = cluster()
+    with producer_for(c, retries=0) as producer:
+        producer.send("t", b"warm").get(10)
+        before = len(c.broker.requests(METADATA))
+        c.script = [ErrorCode.REQUEST_TIMED_OUT]
+        with pytest.raises(KafkaTimeoutError, match="The request timed out"):     # the broker's answer
+            producer.send("t", b"stalled").get(10)
+        wait_until(lambda: len(c.broker.requests(METADATA)) > before, what="a metadata refresh")
+        assert producer.send("t", b"after").get(10).offset == 1
+    assert c.values() == [b"warm", b"after"]
+
+
 def test_retriable_errors_fail_the_record_once_retries_run_out(cluster):
     c = cluster()
     c.script = [ErrorCode.NOT_ENOUGH_REPLICAS] * 3
