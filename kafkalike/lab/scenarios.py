@@ -653,8 +653,10 @@ def run_scenario(lab: Lab, name: str, *, throughput: int = 300, keep_topic: bool
         run.cleanup(keep_topic)
         raise
     try:
-        if not scenario.consume_during:
-            run.heal()          # its consumer reads what the whole lab kept, even after a failure
+        if error or not scenario.consume_during:
+            # The consumer reads what the whole lab kept: after a failure too, so that what
+            # is counted lost was lost, not left on a node the fault still hides.
+            run.heal()
         problem = run.finish()
         error = error or problem
     finally:
