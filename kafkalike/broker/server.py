@@ -311,6 +311,23 @@ class KafkaServer:
             if self.controller is not None:
                 d.addCallback(lambda _: self.controller.on_reregistered())
             d.addErrback(lambda f: log.error("Re-registration failed: %s", f.getErrorMessage()))
+            d.addCallback(lambda _: defer.ensureDeferred(self._delete_stray_partitions()))
+            d.addErrback(lambda f: log.error("Looking for stray partitions failed: %s", f.getErrorMessage()))
+
+    async def _delete_stray_partitions(self) -> None:
+        """Copies of topics deleted while this broker was cut off from ZooKeeper. Kafka's
+        controller holds such a deletion until the broker returns; ours deletes the znodes
+        at once (controller.py), so a broker that stayed up through the outage would keep
+        serving, fetching and shrinking the ISR of partitions nobody knows. It deletes them
+        as the StopReplica it missed would have. The partitions are taken before ZooKeeper is
+        read: one made by a LeaderAndIsr that comes meanwhile is for a topic that exists."""
+        hosted = list(self.replica_manager.partitions)
+        existing = set(await self.zk.get_all_topics())
+        strays = sorted(tp for tp in hosted if tp[0] not in existing and tp in self.replica_manager.partitions)
+        if strays:
+            log.info("Deleting %d partitions of topics deleted while this broker was away: %s", len(strays),
+                     ", ".join(f"{t}-{p}" for t, p in strays))
+            self.replica_manager.stop_replicas([(t, p, True) for t, p in strays])
 
     def _schedule(self) -> None:
         cfg = self.config

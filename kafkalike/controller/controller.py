@@ -405,8 +405,9 @@ class KafkaController(ReassignmentSteps):
         offline_replica_hosts = {r for tp in parts for r in self.ctx.assignments[tp]} - self.ctx.live_ids
         if offline_replica_hosts:
             # Kafka keeps the topic "queued for deletion" until those brokers return and
-            # delete their copies; here the znodes go now and a returning broker deletes
-            # its stray logs when it finds no assignment for them.
+            # delete their copies; here the znodes go now. A broker that stayed up through
+            # an expired session deletes its copies when it registers again (KafkaServer.
+            # _delete_stray_partitions); a restarted one keeps them on disk, unserved.
             log.info("[Controller id=%d] Replicas of %s on offline brokers %s will be removed "
                      "when they return", self.broker_id, topic, sorted(offline_replica_hosts))
         await self.zk.delete_topic_znode(topic, self.ctx.epoch_zk_version)

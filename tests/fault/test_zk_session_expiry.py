@@ -248,3 +248,47 @@ def test_repeated_expiry_leaves_one_controller_connection(expiring_broker: Broke
         time.sleep(1)  # let any channel the old controller still holds show itself
         held = listener_connections_from(broker.proc.pid, broker.port)
         assert held == 1, f"after expiry the broker holds {held} controller connections to itself"
+
+
+def test_a_broker_back_from_expiry_deletes_its_copies_of_topics_deleted_meanwhile(zk_chroot: str, shm_path: Path):
+    """Broker 1 is frozen past its session while a topic it holds replicas of is deleted:
+    the controller deletes the topic without it, and once it runs again it finds its copies
+    orphaned and deletes them, rather than leading, fetching and shrinking the ISR of a
+    partition nobody else knows."""
+    from kafkalike.client import admin as ours
+    from kafkalike.lab.cluster import Cluster
+
+    cluster = Cluster(zk_chroot, shm_path, 2, {"zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS)})
+    zk = KazooClient(hosts=zk_chroot)
+    try:
+        cluster.start()
+        zk.start(timeout=15)
+        with ours.AdminClient({"bootstrap.servers": cluster.bootstrap}) as admin:
+            admin.create_topics([ours.NewTopic("gone", replica_assignment={0: [1, 0], 1: [0, 1]}),
+                                 ours.NewTopic("kept", replica_assignment={0: [1, 0]})])
+        frozen = cluster.broker(1)
+        copies = [frozen.log_dir / "gone-0", frozen.log_dir / "gone-1", frozen.log_dir / "kept-0"]
+        wait_until(lambda: all(d.is_dir() for d in copies), 15, "broker 1's replicas")
+        os.kill(frozen.proc.pid, signal.SIGSTOP)
+        try:
+            wait_until(lambda: zk.exists("/brokers/ids/1") is None, SESSION_TIMEOUT_MS / 1000 * 3,
+                       "ZooKeeper to expire the frozen broker's session")
+            deleting = AdminClient({"bootstrap.servers": cluster.bootstrap})
+            deleting.delete_topics(["gone"])["gone"].result(15)
+            wait_until(lambda: zk.exists("/brokers/topics/gone") is None, 15, "the deletion to complete")
+            assert copies[0].is_dir()                 # it did not hear of it
+        finally:
+            os.kill(frozen.proc.pid, signal.SIGCONT)
+        wait_until(lambda: zk.exists("/brokers/ids/1") is not None, 30, "broker 1 to register again")
+        wait_until(lambda: not copies[0].exists() and not copies[1].exists(), 30,
+                   "broker 1 to delete its copies of the deleted topic")
+        assert copies[2].is_dir()                     # what still exists stays
+        assert "Deleting 2 partitions of topics deleted while this broker was away: gone-0, gone-1" \
+            in frozen.server_log.read_text()
+        # And it follows the topic that stayed, back in its ISR.
+        wait_until(lambda: json.loads(zk.get("/brokers/topics/kept/partitions/0/state")[0])["isr"] in ([0, 1], [1, 0]),
+                   60, "broker 1 back in the ISR of kept-0")
+    finally:
+        zk.stop()
+        zk.close()
+        cluster.kill()
