@@ -55,7 +55,8 @@ def test_controller_kill_elects_a_new_controller_that_handles_broker_loss(zk_chr
                        "another broker to become controller")
             took = time.monotonic() - killed_at
             new = zk.controller()
-            assert took < SESSION_TIMEOUT_S + ZK_TICK_S + 1.0, f"controller took over after {took:.1f}s"
+            # Taken over at the session's expiry (plus the election), not at some later event.
+            assert took < SESSION_TIMEOUT_S + ZK_TICK_S + 5.0, f"controller took over after {took:.1f}s"
             assert zk.controller_epoch() == old_epoch + 1
 
             # The new controller elected leaders for the dead one's partitions from their

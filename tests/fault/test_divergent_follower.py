@@ -32,7 +32,9 @@ from tests.fault.delivery_check import assert_acked_consumed, consume_all, produ
 
 pytestmark = pytest.mark.fault
 
-SESSION_TIMEOUT_MS = 10_000
+# B stays frozen while A takes its tail; its session must outlive that by far (the guard
+# below allows half of it), 40,000 records taking several seconds on a loaded CI machine.
+SESSION_TIMEOUT_MS = 16_000
 TOPIC = "diverged"
 TAIL_RECORDS = 40_000           # A's unreplicated acks=1 tail
 ACKED_SUFFIX = 500              # acks=all records B takes in the new epoch

@@ -26,6 +26,7 @@ from kazoo.client import KazooClient
 from kafkalike.lab.cluster import BrokerProcess
 from kafkalike.lab.zookeeper import free_ports
 from tests.conftest import REPO_ROOT, scratch_dir
+from tests.waiting import wait_until
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" '
         'user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret" user_carol="carol-secret";')
@@ -81,6 +82,18 @@ def _produce(conf: dict, topic: str, n: int = 3):
 
 def _acls(*args: str, env=None) -> subprocess.CompletedProcess:
     return subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=60)
+
+
+def _acl_changes_seen(env) -> list[int]:
+    return [b.server_log.read_text().count("Processing Acl change notification") if b.server_log.exists() else 0
+            for b in env["brokers"]]
+
+
+def _wait_acl_changes(env, before: list[int], count: int) -> None:
+    """ACL changes reach the brokers through ZooKeeper change notifications, each on its own
+    time; every broker logs each one it applies."""
+    wait_until(lambda: all(now >= then + count for now, then in zip(_acl_changes_seen(env), before)), 30,
+               f"{count} ACL change notifications applied on every broker")
 
 
 def _snapshot(zk_connect: str) -> dict:
@@ -289,13 +302,14 @@ def test_prefixed_wildcard_and_deny_acls_reach_every_broker_through_zookeeper(se
     for f in admin.create_topics([NewTopic(t, 1, 3) for t in ("pre-a", "pre-denied", "other")]).values():
         f.result(30)
     zk = ["--authorizer-properties", f"zookeeper.connect={secured['zk']}"]
+    before = _acl_changes_seen(secured)
     for args in (["--add", "--allow-principal", "User:bob", "--operation", "Write", "--topic", "pre-",
                   "--resource-pattern-type", "prefixed"],
                  ["--add", "--deny-principal", "User:bob", "--operation", "Write", "--topic", "pre-denied"],
                  ["--add", "--allow-principal", "User:*", "--operation", "Describe", "--topic", "*"]):
         done = _acls(*zk, *args)
         assert done.returncode == 0, done.stdout + done.stderr
-    time.sleep(1)       # the notifications reach both brokers
+    _wait_acl_changes(secured, before, 3)
     for index in (0, 1, 2):
         bob = _conf(secured, "bob", index)
         assert _produce(bob, "pre-a", 1) == [None]
@@ -305,9 +319,10 @@ def test_prefixed_wildcard_and_deny_acls_reach_every_broker_through_zookeeper(se
     # auto-creation needs CREATE (DESCRIBE is not enough): refused, and nothing is created
     assert _produce(_conf(secured, "bob"), "auto-made", 1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
     assert "auto-made" not in admin.list_topics(timeout=10).topics
+    before = _acl_changes_seen(secured)
     removed = _acls(*zk, "--remove", "--force", "--topic", "pre-", "--resource-pattern-type", "prefixed")
     assert removed.returncode == 0, removed.stdout + removed.stderr
-    time.sleep(1)
+    _wait_acl_changes(secured, before, 1)
     assert _produce(_conf(secured, "bob", 2), "pre-a", 1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
 
 
@@ -388,10 +403,11 @@ def test_kcat_kafka_python_and_aiokafka_without_a_topic_acl_are_refused_it(secur
     admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
     assert _produce(_conf(secured, "admin"), topic, 2) == [None, None]
     zk = ["--authorizer-properties", f"zookeeper.connect={secured['zk']}", "--add", "--allow-principal", "User:carol"]
+    before = _acl_changes_seen(secured)
     for grant in (["--operation", "Read", "--group", "carol-g"], ["--operation", "Describe", "--topic", topic]):
         granted = _acls(*zk, *grant)
         assert granted.returncode == 0, granted.stdout + granted.stderr
-    time.sleep(1)       # the change notification reaches every broker
+    _wait_acl_changes(secured, before, 2)
     carol = _conf(secured, "carol")
     bootstrap = carol["bootstrap.servers"]
 

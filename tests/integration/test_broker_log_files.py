@@ -72,7 +72,11 @@ def test_brokers_write_kafkas_log_files_from_their_log4j_properties(zk_chroot, k
             wait_for(leader.server_log, "Shrinking ISR from ")
         finally:
             os.kill(follower.pid, signal.SIGCONT)
-        wait_for(leader.server_log, "ISR updated to ")
+        # The expansion back to both (the shrink logged an "ISR updated to" of its own).
+        expanded = rf"ISR updated to ({leader_id},{follower.broker_id}|{follower.broker_id},{leader_id}) "
+        deadline = time.monotonic() + 30
+        while not re.search(expanded, read(leader.server_log)) and time.monotonic() < deadline:
+            time.sleep(0.2)
 
         # Log recovery: the follower killed with -9 and started again.
         follower.kill()

@@ -144,8 +144,9 @@ def test_consumer_coordinator_metrics(broker):
         g = "consumer-coordinator-metrics"
         assert value(metrics, "rebalance-total", g) == 1
         # The first JoinGroup of a dynamic member is answered MEMBER_ID_REQUIRED, which Java's
-        # coordinator counts as a failed rebalance too.
-        assert value(metrics, "failed-rebalance-total", g) == 1
+        # coordinator counts as a failed rebalance too (and so would a COORDINATOR_LOAD_IN_PROGRESS
+        # while a new __consumer_offsets partition loads).
+        assert value(metrics, "failed-rebalance-total", g) >= 1
         assert value(metrics, "commit-total", g) == 1
         assert value(metrics, "commit-latency-avg", g) > 0
         assert value(metrics, "join-total", g) == 1

@@ -232,7 +232,7 @@ def test_request_percentage_answers_at_once_then_mutes_the_connection(broker):
     # capped at one quota window (1 s). KIP-219: the answer is not held back, the next
     # request of the connection is.
     assert first_throttle == 1000
-    assert first_at < 0.5
+    assert first_at < 0.9                  # not held back itself (the throttle is 1 s)
     assert second_at - first_at > 0.9
     assert [t for _, t in metadata_twice(broker.plain, "quiet")] == [0, 0]
 

@@ -58,6 +58,7 @@ def test_a_consumer_sees_an_acks_1_record_on_an_rf3_topic_at_once(cluster):
     consumer.close()
     assert producer.flush(10) == 0
 
-    # A missing wake-up costs up to 5 s per record; on a quiet machine each takes ~2-4 ms.
-    assert statistics.median(seen) < 0.5, f"seconds from produce to consume: {seen}"
-    assert max(seen) < 2.5, f"seconds from produce to consume: {seen}"
+    # A missing wake-up costs up to 5 s per record; on a quiet machine each takes ~2-4 ms,
+    # on a loaded CI machine well under a second.
+    assert statistics.median(seen) < 1.0, f"seconds from produce to consume: {seen}"
+    assert max(seen) < 4.0, f"seconds from produce to consume: {seen}"

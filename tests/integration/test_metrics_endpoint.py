@@ -162,9 +162,9 @@ def test_an_operators_checks_on_a_three_broker_cluster(cluster, zk_chroot):
     assert unknown_topic_errors() == before_asking + 1
     # Every replica flushed its log as flush.messages asked, each flush timed.
     for b in cluster.brokers:
-        wait_until(lambda b=b: scrape(b).value("kafka_log_logflushstats_logflushrateandtimems_count") >= 1,
-                   what=f"broker {b.broker_id}'s log flushes")
-    assert after.value("kafka_log_logflushstats_logflushrateandtimems_sum") > 0
+        wait_until(lambda b=b: scrape(b).value("kafka_log_logflushstats_logflushrateandtimems_count") >= 1
+                   and scrape(b).value("kafka_log_logflushstats_logflushrateandtimems_sum") > 0,
+                   what=f"broker {b.broker_id}'s log flushes, each timed")
 
     # LogEndOffset is what clients see as the end of the partition, on every replica.
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "metrics-check",
