@@ -191,6 +191,7 @@ class ReplicaFetcher:
         the leader no longer hosts (a topic deleted while this broker was away) must not
         slow the rest below the pace that keeps them in the ISR."""
         rm = self.replicas
+        delayed_until = self.reactor.seconds() + self.backoff_s
         for topic_resp in response.responses:
             for pr in topic_resp.partition_responses:
                 tp = (topic_resp.topic, pr.partition)
@@ -203,10 +204,10 @@ class ReplicaFetcher:
                     if error == ErrorCode.NONE:
                         self._apply(tp, part, state, pr)
                         continue
-                    elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    if error == ErrorCode.OFFSET_OUT_OF_RANGE:
                         self._out_of_range(tp, part, state, pr)
                         continue
-                    elif error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                    if error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                         log.warning("[%s] Received UNKNOWN_TOPIC_OR_PARTITION from the leader for partition %s-%d. "
                                     "This error may be returned transiently when the partition is being created or "
                                     "deleted, but it is not expected to persist.", self.name, *tp)
@@ -219,7 +220,7 @@ class ReplicaFetcher:
                                     tp[0], tp[1], state.fetch_offset, error.name)
                 except Exception:
                     log.exception("[%s] Unexpected error processing %s-%d", self.name, *tp)
-                state.delayed_until = self.reactor.seconds() + self.backoff_s
+                state.delayed_until = delayed_until      # reached only by an error
 
     def _apply(self, tp, part, state: FetchState, pr) -> None:
         log_ = part.log

@@ -19,6 +19,7 @@ from confluent_kafka import Producer
 from kafkalike.client.admin import AdminClient, NewTopic
 from kafkalike.lab.cluster import Cluster
 from tests.conftest import scratch_dir
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -74,9 +75,7 @@ def test_brokers_write_kafkas_log_files_from_their_log4j_properties(zk_chroot, k
             os.kill(follower.pid, signal.SIGCONT)
         # The expansion back to both (the shrink logged an "ISR updated to" of its own).
         expanded = rf"ISR updated to ({leader_id},{follower.broker_id}|{follower.broker_id},{leader_id}) "
-        deadline = time.monotonic() + 30
-        while not re.search(expanded, read(leader.server_log)) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until(lambda: re.search(expanded, read(leader.server_log)), 30, "the leader to log the ISR expansion")
 
         # Log recovery: the follower killed with -9 and started again.
         follower.kill()

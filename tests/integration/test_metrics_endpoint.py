@@ -161,10 +161,11 @@ def test_an_operators_checks_on_a_three_broker_cluster(cluster, zk_chroot):
     assert answer.topics[0].error_code == 3          # UNKNOWN_TOPIC_OR_PARTITION
     assert unknown_topic_errors() == before_asking + 1
     # Every replica flushed its log as flush.messages asked, each flush timed.
+    def flushes_timed(samples: Scrape) -> bool:
+        return (samples.value("kafka_log_logflushstats_logflushrateandtimems_count") >= 1
+                and samples.value("kafka_log_logflushstats_logflushrateandtimems_sum") > 0)
     for b in cluster.brokers:
-        wait_until(lambda b=b: scrape(b).value("kafka_log_logflushstats_logflushrateandtimems_count") >= 1
-                   and scrape(b).value("kafka_log_logflushstats_logflushrateandtimems_sum") > 0,
-                   what=f"broker {b.broker_id}'s log flushes, each timed")
+        wait_until(lambda b=b: flushes_timed(scrape(b)), what=f"broker {b.broker_id}'s log flushes, each timed")
 
     # LogEndOffset is what clients see as the end of the partition, on every replica.
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "metrics-check",

@@ -13,17 +13,6 @@ from tests.unit.test_replica_fetcher_throttle import CONFIG, FREE, MOVING, SYNCE
 GONE = SYNCED          # stands for a partition of a topic deleted while this broker was away
 
 
-def answer_with_error(connection, hw: int, errors: dict[tuple[str, int], ErrorCode]) -> None:
-    body, d = connection.requests[-1]
-    d.callback(FetchResponse(session_id=0, responses=[
-        FetchResponse.FetchableTopicResponse(topic=t.topic, partition_responses=[
-            FetchResponse.FetchablePartitionResponse(partition=p.partition, high_watermark=hw, log_start_offset=0,
-                                                     error_code=int(errors.get((t.topic, p.partition), 0)),
-                                                     record_set=b"" if (t.topic, p.partition) in errors else b"x" * 10)
-            for p in t.partitions])
-        for t in body.topics]))
-
-
 def test_a_partition_the_leader_does_not_host_waits_while_the_others_fetch_on(monkeypatch):
     fetcher, connector, clock = fetcher_with(monkeypatch, None)
     fetcher.partitions[GONE] = FetchState(0, 1)
@@ -31,7 +20,7 @@ def test_a_partition_the_leader_does_not_host_waits_while_the_others_fetch_on(mo
     [conn] = connector.made
     assert requested(conn) == [{MOVING, GONE}]
 
-    answer_with_error(conn, hw=5, errors={GONE: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+    answer(conn, hw=5, records={MOVING: b"x" * 10}, errors={GONE: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
     # The next fetch goes out at once, without the partition in error.
     assert len(conn.requests) == 2 and requested(conn)[-1] == {MOVING}
     for _ in range(5):                       # five answers inside one backoff: MOVING keeps up
@@ -49,7 +38,7 @@ def test_with_every_partition_in_error_the_fetcher_waits_the_backoff(monkeypatch
     fetcher, connector, clock = fetcher_with(monkeypatch, None)
     fetcher.add(FREE, FetchState(0, 1))
     [conn] = connector.made
-    answer_with_error(conn, hw=0, errors={FREE: ErrorCode.NOT_LEADER_OR_FOLLOWER})
+    answer(conn, hw=0, errors={FREE: ErrorCode.NOT_LEADER_OR_FOLLOWER})
     assert len(conn.requests) == 1                   # nothing ready to ask for
     clock.advance(CONFIG["replica.fetch.backoff.ms"] / 1000)
     assert requested(conn) == [{FREE}, {FREE}]

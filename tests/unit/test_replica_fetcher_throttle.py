@@ -78,14 +78,17 @@ def requested(connection) -> list[set[tuple[str, int]]]:
     return [{(t.topic, p.partition) for t in body.topics for p in t.partitions} for body, _ in connection.requests]
 
 
-def answer(connection, hw: int, records: dict[tuple[str, int], bytes] | None = None) -> None:
-    """Answer the last request: every partition it named, at high watermark `hw`."""
-    records = records or {}
+def answer(connection, hw: int, records: dict[tuple[str, int], bytes] | None = None,
+           errors: dict[tuple[str, int], int] | None = None) -> None:
+    """Answer the last request: every partition it named, at high watermark `hw`, with
+    the records or error code given for it."""
+    records, errors = records or {}, errors or {}
     body, d = connection.requests[-1]
     d.callback(FetchResponse(session_id=0, responses=[
         FetchResponse.FetchableTopicResponse(topic=t.topic, partition_responses=[
             FetchResponse.FetchablePartitionResponse(partition=p.partition, high_watermark=hw,
                                                      log_start_offset=0,
+                                                     error_code=int(errors.get((t.topic, p.partition), 0)),
                                                      record_set=records.get((t.topic, p.partition), b""))
             for p in t.partitions])
         for t in body.topics]))
